@@ -1,0 +1,48 @@
+# The two commands: `make run` and `make test`. Both install what is missing first.
+JOBS      ?= $(shell nproc)
+BUILD     ?= build/release
+ASAN      ?= build/asan
+TSAN      ?= build/tsan
+CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all deps build run test test-release test-asan test-tsan bench format clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@./scripts/run-demo.sh $(BUILD)/cli/lagpilot
+
+test: test-release test-asan test-tsan
+
+test-release: build
+	@ctest --test-dir $(BUILD) --output-on-failure
+
+# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (test targets only).
+test-asan: deps
+	@cmake -S . -B $(ASAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLAGPILOT_SANITIZE=address,undefined -DLAGPILOT_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test
+	@ctest --test-dir $(ASAN) --output-on-failure -L unit
+
+# The worker pool and runtime tests under ThreadSanitizer.
+test-tsan: deps
+	@cmake -S . -B $(TSAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLAGPILOT_SANITIZE=thread -DLAGPILOT_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(TSAN) -j $(JOBS) --target pool_test
+	@ctest --test-dir $(TSAN) --output-on-failure -R '^pool_test$$'
+
+bench: build
+	@./scripts/run-benchmarks.sh $(BUILD)
+
+format:
+	@clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf build

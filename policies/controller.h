@@ -1,0 +1,89 @@
+#pragma once
+// The control loop, shared by the simulator and the live runtime:
+//
+//   Observation obs = sampler.sample(now);
+//   Proposal p      = policy.decide(obs);
+//   Decision d      = guards.apply(p, obs);
+//   actuator.resize(d.workers);
+//   record(d);
+//
+// Only the Sampler and the Actuator differ between simulation and production; the Controller
+// never reads a clock (the caller passes `now`).
+//
+// Thread-safety: tick() is called from one control thread. set_policy(), set_override(),
+// clear_override(), set_bounds(), recent_decisions() and the other accessors may be called from
+// any thread (the HTTP API); a mutex serialises them with tick(). The Sampler and the Actuator
+// are called only from tick(), on the control thread, with the mutex released.
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "policies/guards.h"
+#include "policies/observation.h"
+#include "policies/policy.h"
+
+namespace lagpilot {
+
+// Where observations come from: the simulator's consumer model, or the live pool + Kafka.
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  virtual Observation sample(double now) = 0;
+};
+
+// What applies the decision: the simulator's consumer model, or the live worker pool.
+class Actuator {
+ public:
+  virtual ~Actuator() = default;
+  virtual void resize(int workers) = 0;
+};
+
+class Controller {
+ public:
+  // Called on the control thread after each tick, with the mutex released.
+  using DecisionListener = std::function<void(const Observation&, const Decision&)>;
+
+  Controller(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
+             GuardConfig guards, std::size_t decision_history = 1000);
+
+  // One iteration of the loop at time `now` (seconds, from the caller's clock).
+  Decision tick(double now);
+
+  void set_listener(DecisionListener listener);
+  void set_policy(std::unique_ptr<Policy> policy);
+  void set_override(ManualOverride pin, double now);
+  void clear_override(double now);
+  void set_bounds(int min_workers, int max_workers, double now);
+
+  std::string policy_name() const;
+  nlohmann::json policy_params() const;
+  GuardConfig guard_config() const;
+  std::optional<ManualOverride> active_override(double now);
+  std::optional<Decision> last_decision() const;
+  std::optional<Observation> last_observation() const;
+  // Newest last; at most `limit` entries.
+  std::vector<Decision> recent_decisions(std::size_t limit) const;
+  std::size_t ticks() const;
+
+ private:
+  void record_locked(Decision d);
+
+  Sampler& sampler_;
+  Actuator& actuator_;
+  DecisionListener listener_;  // set before the loop starts
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::unique_ptr<Policy> policy_;
+  GuardChain guards_;
+  std::deque<Decision> history_;
+  std::size_t history_limit_;
+  std::optional<Observation> last_observation_;
+  std::size_t ticks_ = 0;
+};
+
+}  // namespace lagpilot

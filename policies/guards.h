@@ -1,0 +1,78 @@
+#pragma once
+// Guards: rules applied after any policy, in this fixed order (issue #2):
+//
+//   1. bounds         clamp to [min_workers, max_workers]
+//   2. step limits    move at most max_step_up / max_step_down workers per tick (0 = no limit)
+//   3. stabilization  scale-down stabilization: the highest recommendation in the last
+//                     scale_down_window_seconds wins, so a dip does not shrink the pool at once
+//   4. latency ceiling  no scale-up while process latency p99 is above latency_ceiling_seconds
+//                     and the last scale-up did not raise throughput (downstream is saturated)
+//   5. manual override  an operator pin replaces the size until it expires (clamped to the
+//                     hard limits, never to the soft bounds)
+//
+// Every guard that changes the size appends one sentence to Decision::guards.
+// Thread-safety: not thread-safe; the Controller serialises access.
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "policies/config_reader.h"
+#include "policies/observation.h"
+#include "policies/policy.h"
+
+namespace lagpilot {
+
+struct GuardConfig {
+  int min_workers = 4;
+  int max_workers = 16;
+  // Hard limits fixed at start-up: bounds changed at runtime must stay inside them.
+  int hard_min_workers = 1;
+  int hard_max_workers = 64;
+  int max_step_up = 0;    // workers per tick; 0 = unlimited
+  int max_step_down = 0;  // workers per tick; 0 = unlimited
+  double scale_down_window_seconds = 60.0;  // 0 disables stabilization
+  double latency_ceiling_seconds = 0.0;     // 0 disables the latency ceiling
+  // A scale-up "raised throughput" when processed rate grew by at least this fraction.
+  double latency_ceiling_min_gain = 0.05;
+
+  // Reads the "guards" object; validates ranges and min <= max. Throws ConfigError.
+  static GuardConfig from_json(const nlohmann::json& j, const std::string& path = "guards");
+  nlohmann::json to_json() const;
+};
+
+struct ManualOverride {
+  int workers = 0;
+  double expires_at = 0.0;  // Observation time at which the pin ends
+  std::string reason;
+};
+
+class GuardChain {
+ public:
+  explicit GuardChain(GuardConfig config);
+
+  // Applies the guards to the policy's proposal. `current` is the pool size now.
+  Decision apply(const Proposal& proposal, const std::string& policy_name,
+                 const Observation& obs);
+
+  // Throws ConfigError when outside the hard limits or min > max.
+  void set_bounds(int min_workers, int max_workers);
+  // Throws ConfigError when outside the hard limits.
+  void set_override(ManualOverride pin);
+  void clear_override();
+  // The pin in effect at `now`, if any (an expired pin is dropped here).
+  std::optional<ManualOverride> active_override(double now);
+  const GuardConfig& config() const { return config_; }
+
+ private:
+  GuardConfig config_;
+  std::deque<std::pair<double, int>> recent_;  // (time, recommendation) for stabilization
+  std::optional<ManualOverride> override_;
+  // Latency-ceiling memory: throughput before the last scale-up, and whether it was judged.
+  double rate_before_scale_up_ = 0.0;
+  bool last_scale_up_pending_ = false;
+  bool last_scale_up_helped_ = true;
+};
+
+}  // namespace lagpilot
