@@ -36,6 +36,9 @@ struct GuardConfig {
   double latency_ceiling_seconds = 0.0;     // 0 disables the latency ceiling
   // A scale-up "raised throughput" when processed rate grew by at least this fraction.
   double latency_ceiling_min_gain = 0.05;
+  // A scale-up is judged this long after it was decided (new workers need time to warm up);
+  // until then further scale-ups are held while latency is above the ceiling.
+  double latency_ceiling_judge_seconds = 10.0;
 
   // Reads the "guards" object; validates ranges and min <= max. Throws ConfigError.
   static GuardConfig from_json(const nlohmann::json& j, const std::string& path = "guards");
@@ -52,7 +55,7 @@ class GuardChain {
  public:
   explicit GuardChain(GuardConfig config);
 
-  // Applies the guards to the policy's proposal. `current` is the pool size now.
+  // Applies the guards to the policy's proposal; obs.current_workers is the pool size now.
   Decision apply(const Proposal& proposal, const std::string& policy_name,
                  const Observation& obs);
 
@@ -69,9 +72,11 @@ class GuardChain {
   GuardConfig config_;
   std::deque<std::pair<double, int>> recent_;  // (time, recommendation) for stabilization
   std::optional<ManualOverride> override_;
-  // Latency-ceiling memory: throughput before the last scale-up, and whether it was judged.
+  // Latency-ceiling memory: throughput before the last scale-up, when it happened, whether it
+  // is still waiting to be judged, and the verdict of the last judged one.
   double rate_before_scale_up_ = 0.0;
-  bool last_scale_up_pending_ = false;
+  double scale_up_time_ = 0.0;
+  bool scale_up_pending_ = false;
   bool last_scale_up_helped_ = true;
 };
 

@@ -33,6 +33,10 @@ struct Observation {
   int64_t queue_depth = 0;      // messages fetched but not yet started
   int64_t queue_capacity = 0;
   int assigned_partitions = 0;
+  // The bounds in force (filled in by the Controller from the guards), so a policy can size its
+  // output range without holding a copy that would go stale when an operator changes them.
+  int min_workers = 1;
+  int max_workers = 1;
 };
 
 // What the loop decided at one tick, and why. `policy_workers` is what the policy asked for;

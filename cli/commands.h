@@ -1,0 +1,21 @@
+#pragma once
+// Subcommands of the `lagpilot` binary. Each registers its options on the CLI11 app and returns
+// the callback that runs it; the callback returns the process exit code.
+//   0  success
+//   1  the job ran but failed its own check (e.g. messages lost)
+//   2  bad input: command line, config file or trace (the message names what and where)
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace lagpilot::cli {
+
+using CommandMain = std::function<int()>;
+
+CommandMain add_sim_command(CLI::App& app);
+CommandMain add_run_command(CLI::App& app);
+CommandMain add_broker_command(CLI::App& app);
+CommandMain add_produce_command(CLI::App& app);
+
+}  // namespace lagpilot::cli

@@ -1,0 +1,47 @@
+// lagpilot: adaptive autoscaling controller for Kafka consumers. One binary, several
+// subcommands; this file only dispatches.
+
+#include <cstdio>
+#include <exception>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "lagpilot: adaptive autoscaling controller for Kafka consumers.\n"
+      "Samples consumer lag and latency every tick and resizes a worker pool with a policy\n"
+      "(static, threshold, pid, hpa, keda) and guards; replays traces offline to compare them."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "lagpilot 0.1.0");
+
+  std::map<CLI::App*, lagpilot::cli::CommandMain> commands;
+  auto add = [&](const char* name, const char* help, auto adder) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands[sub] = adder(*sub);
+  };
+  add("sim", "Replay a trace through the simulator and compare policies", lagpilot::cli::add_sim_command);
+  add("run", "Consume Kafka with the worker pool and the controller", lagpilot::cli::add_run_command);
+  add("broker", "Run an embedded Kafka broker (librdkafka mock cluster) on loopback",
+      lagpilot::cli::add_broker_command);
+  add("produce", "Produce sequence-numbered messages at a paced rate or along a trace",
+      lagpilot::cli::add_produce_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    try {
+      return commands.at(sub)();
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return 2;
+    }
+  }
+  return 2;
+}

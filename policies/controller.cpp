@@ -1,0 +1,135 @@
+#include "policies/controller.h"
+
+#include <cstdio>
+
+namespace lagpilot {
+
+Controller::Controller(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
+                       GuardConfig guards, std::size_t decision_history)
+    : sampler_(sampler),
+      actuator_(actuator),
+      policy_(std::move(policy)),
+      guards_(std::move(guards)),
+      history_limit_(decision_history == 0 ? 1 : decision_history) {}
+
+Decision Controller::tick(double now) {
+  Observation obs = sampler_.sample(now);
+  obs.time = now;
+  Decision d;
+  {
+    std::lock_guard lock(mutex_);
+    obs.min_workers = guards_.config().min_workers;
+    obs.max_workers = guards_.config().max_workers;
+    const Proposal proposal = policy_->decide(obs);
+    d = guards_.apply(proposal, policy_->name(), obs);
+    last_observation_ = obs;
+    ++ticks_;
+    record_locked(d);
+  }
+  // resize() is idempotent, so it is called every tick: the pool converges on the decision even
+  // if a previous resize was rolled back (thread start failure).
+  actuator_.resize(d.workers);
+  if (listener_) listener_(obs, d);
+  return d;
+}
+
+void Controller::set_listener(DecisionListener listener) { listener_ = std::move(listener); }
+
+void Controller::set_policy(std::unique_ptr<Policy> policy) {
+  std::lock_guard lock(mutex_);
+  Decision note = history_.empty() ? Decision{} : history_.back();
+  note.source = "api";
+  note.guards.clear();
+  note.reason = "policy set to " + policy->name() + " " + policy->params().dump();
+  policy_ = std::move(policy);
+  note.policy = policy_->name();
+  record_locked(note);
+}
+
+void Controller::set_override(ManualOverride pin, double now) {
+  std::lock_guard lock(mutex_);
+  guards_.set_override(pin);  // throws ConfigError when outside the hard limits
+  Decision note = history_.empty() ? Decision{} : history_.back();
+  note.time = now;
+  note.source = "api";
+  note.guards.clear();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "override: pin %d workers for %.0f s", pin.workers,
+                pin.expires_at - now);
+  note.reason = buf + (pin.reason.empty() ? "" : " (" + pin.reason + ")");
+  record_locked(note);
+}
+
+void Controller::clear_override(double now) {
+  std::lock_guard lock(mutex_);
+  guards_.clear_override();
+  Decision note = history_.empty() ? Decision{} : history_.back();
+  note.time = now;
+  note.source = "api";
+  note.guards.clear();
+  note.reason = "override cleared";
+  record_locked(note);
+}
+
+void Controller::set_bounds(int min_workers, int max_workers, double now) {
+  std::lock_guard lock(mutex_);
+  guards_.set_bounds(min_workers, max_workers);
+  Decision note = history_.empty() ? Decision{} : history_.back();
+  note.time = now;
+  note.source = "api";
+  note.guards.clear();
+  note.reason = "bounds set to [" + std::to_string(min_workers) + ", " +
+                std::to_string(max_workers) + "]";
+  record_locked(note);
+}
+
+std::string Controller::policy_name() const {
+  std::lock_guard lock(mutex_);
+  return policy_->name();
+}
+
+nlohmann::json Controller::policy_params() const {
+  std::lock_guard lock(mutex_);
+  return policy_->params();
+}
+
+GuardConfig Controller::guard_config() const {
+  std::lock_guard lock(mutex_);
+  return guards_.config();
+}
+
+std::optional<ManualOverride> Controller::active_override(double now) {
+  std::lock_guard lock(mutex_);
+  return guards_.active_override(now);
+}
+
+std::optional<Decision> Controller::last_decision() const {
+  std::lock_guard lock(mutex_);
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (it->source != "api") return *it;
+  }
+  return std::nullopt;
+}
+
+std::optional<Observation> Controller::last_observation() const {
+  std::lock_guard lock(mutex_);
+  return last_observation_;
+}
+
+std::vector<Decision> Controller::recent_decisions(std::size_t limit) const {
+  std::lock_guard lock(mutex_);
+  const std::size_t n = std::min(limit, history_.size());
+  return std::vector<Decision>(history_.end() - static_cast<std::ptrdiff_t>(n), history_.end());
+}
+
+std::size_t Controller::ticks() const {
+  std::lock_guard lock(mutex_);
+  return ticks_;
+}
+
+void Controller::record_locked(Decision d) {
+  history_.push_back(std::move(d));
+  while (history_.size() > history_limit_) history_.pop_front();
+}
+
+}  // namespace lagpilot

@@ -1,0 +1,200 @@
+#include "policies/guards.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace lagpilot {
+namespace {
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+}  // namespace
+
+GuardConfig GuardConfig::from_json(const nlohmann::json& j, const std::string& path) {
+  GuardConfig c;
+  JsonObjectReader r(j, path);
+  r.read("hard_min_workers", c.hard_min_workers, 1, 4096);
+  r.read("hard_max_workers", c.hard_max_workers, 1, 4096);
+  r.read("min_workers", c.min_workers, 1, 4096);
+  r.read("max_workers", c.max_workers, 1, 4096);
+  r.read("max_step_up", c.max_step_up, 0, 4096);
+  r.read("max_step_down", c.max_step_down, 0, 4096);
+  r.read("scale_down_window_seconds", c.scale_down_window_seconds, 0.0, 86400.0);
+  r.read("latency_ceiling_seconds", c.latency_ceiling_seconds, 0.0, 3600.0);
+  r.read("latency_ceiling_min_gain", c.latency_ceiling_min_gain, 0.0, 10.0);
+  r.read("latency_ceiling_judge_seconds", c.latency_ceiling_judge_seconds, 0.0, 3600.0);
+  r.finish();
+  if (c.hard_min_workers > c.hard_max_workers) {
+    throw ConfigError(r.path_of("hard_min_workers"), "must be <= hard_max_workers (" +
+                                                         std::to_string(c.hard_max_workers) + ")");
+  }
+  // Bounds not given explicitly follow the hard limits when those are tighter than the defaults.
+  if (!r.has("max_workers")) c.max_workers = std::min(c.max_workers, c.hard_max_workers);
+  if (!r.has("min_workers")) c.min_workers = std::max(c.min_workers, c.hard_min_workers);
+  if (!r.has("hard_max_workers")) c.hard_max_workers = std::max(c.hard_max_workers, c.max_workers);
+  if (c.min_workers > c.max_workers) {
+    throw ConfigError(r.path_of("min_workers"),
+                      "must be <= max_workers (" + std::to_string(c.max_workers) + "), got " +
+                          std::to_string(c.min_workers));
+  }
+  if (c.min_workers < c.hard_min_workers || c.max_workers > c.hard_max_workers) {
+    throw ConfigError(r.path_of(c.min_workers < c.hard_min_workers ? "min_workers" : "max_workers"),
+                      "must lie within the hard limits [" + std::to_string(c.hard_min_workers) +
+                          ", " + std::to_string(c.hard_max_workers) + "]");
+  }
+  return c;
+}
+
+nlohmann::json GuardConfig::to_json() const {
+  return nlohmann::json{{"min_workers", min_workers},
+                        {"max_workers", max_workers},
+                        {"hard_min_workers", hard_min_workers},
+                        {"hard_max_workers", hard_max_workers},
+                        {"max_step_up", max_step_up},
+                        {"max_step_down", max_step_down},
+                        {"scale_down_window_seconds", scale_down_window_seconds},
+                        {"latency_ceiling_seconds", latency_ceiling_seconds},
+                        {"latency_ceiling_min_gain", latency_ceiling_min_gain},
+                        {"latency_ceiling_judge_seconds", latency_ceiling_judge_seconds}};
+}
+
+GuardChain::GuardChain(GuardConfig config) : config_(std::move(config)) {}
+
+Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_name,
+                           const Observation& obs) {
+  Decision d;
+  d.time = obs.time;
+  d.previous_workers = obs.current_workers;
+  d.policy_workers = proposal.workers;
+  d.policy = policy_name;
+  d.reason = proposal.reason;
+  const int current = obs.current_workers;
+  int w = proposal.workers;
+
+  // 1. Bounds.
+  if (w < config_.min_workers) {
+    d.guards.push_back("bounds: " + std::to_string(w) + " below min " +
+                       std::to_string(config_.min_workers) + ", raised");
+    w = config_.min_workers;
+  } else if (w > config_.max_workers) {
+    d.guards.push_back("bounds: " + std::to_string(w) + " above max " +
+                       std::to_string(config_.max_workers) + ", clamped");
+    w = config_.max_workers;
+  }
+
+  // 2. Step limits (relative to the size now; a pool outside the bounds may still jump in).
+  if (config_.max_step_up > 0 && w > current + config_.max_step_up && current > 0) {
+    const int limited = std::max(current + config_.max_step_up, config_.min_workers);
+    if (limited < w) {
+      d.guards.push_back("step limit: +" + std::to_string(w - current) + " exceeds +" +
+                         std::to_string(config_.max_step_up) + " per tick, to " +
+                         std::to_string(limited));
+      w = limited;
+    }
+  }
+  if (config_.max_step_down > 0 && w < current - config_.max_step_down) {
+    const int limited = std::min(current - config_.max_step_down, config_.max_workers);
+    if (limited > w) {
+      d.guards.push_back("step limit: -" + std::to_string(current - w) + " exceeds -" +
+                         std::to_string(config_.max_step_down) + " per tick, to " +
+                         std::to_string(limited));
+      w = limited;
+    }
+  }
+
+  // 3. Scale-down stabilization: the highest recommendation in the window wins.
+  if (config_.scale_down_window_seconds > 0) {
+    while (!recent_.empty() && recent_.front().first < obs.time - config_.scale_down_window_seconds) {
+      recent_.pop_front();
+    }
+    recent_.emplace_back(obs.time, w);
+    if (w < current) {
+      int highest = w;
+      for (const auto& [t, rec] : recent_) highest = std::max(highest, rec);
+      const int stabilized = std::min(highest, current);
+      if (stabilized > w) {
+        d.guards.push_back("stabilization: " + std::to_string(highest) + " recommended within " +
+                           seconds_text(config_.scale_down_window_seconds) + ", holding " +
+                           std::to_string(stabilized) + " instead of " + std::to_string(w));
+        w = stabilized;
+      }
+    }
+  }
+
+  // 4. Latency ceiling: judge the last scale-up once it had time to work, then refuse further
+  //    scale-ups while latency is high and the last one did not raise throughput.
+  if (scale_up_pending_ && obs.time - scale_up_time_ >= config_.latency_ceiling_judge_seconds) {
+    scale_up_pending_ = false;
+    last_scale_up_helped_ =
+        obs.processed_rate >= rate_before_scale_up_ * (1.0 + config_.latency_ceiling_min_gain);
+  }
+  if (config_.latency_ceiling_seconds > 0 && w > current &&
+      obs.latency_p99 > config_.latency_ceiling_seconds &&
+      (scale_up_pending_ || !last_scale_up_helped_)) {
+    d.guards.push_back("latency ceiling: p99 " + seconds_text(obs.latency_p99) + " above " +
+                       seconds_text(config_.latency_ceiling_seconds) + " and the last scale-up " +
+                       (scale_up_pending_ ? "is not judged yet" : "did not raise throughput") +
+                       ", holding " + std::to_string(current));
+    w = std::max(current, config_.min_workers);
+  }
+
+  // 5. Manual override.
+  if (auto pin = active_override(obs.time)) {
+    if (pin->workers != w) {
+      d.guards.push_back("override: pinned to " + std::to_string(pin->workers) + " until t=" +
+                         seconds_text(pin->expires_at) +
+                         (pin->reason.empty() ? "" : " (" + pin->reason + ")"));
+    }
+    w = pin->workers;
+    d.source = "override";
+  }
+
+  if (w > current && current > 0) {
+    scale_up_pending_ = true;
+    scale_up_time_ = obs.time;
+    rate_before_scale_up_ = obs.processed_rate;
+  }
+  d.workers = w;
+  return d;
+}
+
+void GuardChain::set_bounds(int min_workers, int max_workers) {
+  if (min_workers < config_.hard_min_workers || min_workers > config_.hard_max_workers) {
+    throw ConfigError("min", "must be between " + std::to_string(config_.hard_min_workers) +
+                                 " and " + std::to_string(config_.hard_max_workers) + ", got " +
+                                 std::to_string(min_workers));
+  }
+  if (max_workers < config_.hard_min_workers || max_workers > config_.hard_max_workers) {
+    throw ConfigError("max", "must be between " + std::to_string(config_.hard_min_workers) +
+                                 " and " + std::to_string(config_.hard_max_workers) + ", got " +
+                                 std::to_string(max_workers));
+  }
+  if (min_workers > max_workers) {
+    throw ConfigError("min", "must be <= max (" + std::to_string(max_workers) + "), got " +
+                                 std::to_string(min_workers));
+  }
+  config_.min_workers = min_workers;
+  config_.max_workers = max_workers;
+}
+
+void GuardChain::set_override(ManualOverride pin) {
+  if (pin.workers < config_.hard_min_workers || pin.workers > config_.hard_max_workers) {
+    throw ConfigError("workers", "must be between " + std::to_string(config_.hard_min_workers) +
+                                     " and " + std::to_string(config_.hard_max_workers) +
+                                     ", got " + std::to_string(pin.workers));
+  }
+  override_ = std::move(pin);
+}
+
+void GuardChain::clear_override() { override_.reset(); }
+
+std::optional<ManualOverride> GuardChain::active_override(double now) {
+  if (override_ && now >= override_->expires_at) override_.reset();
+  return override_;
+}
+
+}  // namespace lagpilot

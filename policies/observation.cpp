@@ -1,0 +1,11 @@
+#include "policies/observation.h"
+
+namespace lagpilot {
+
+std::string describe(const Decision& decision) {
+  std::string text = decision.policy + ": " + decision.reason;
+  for (const auto& g : decision.guards) text += "; " + g;
+  return text;
+}
+
+}  // namespace lagpilot
