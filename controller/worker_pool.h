@@ -1,79 +1,120 @@
 #pragma once
 // A dynamic pool of worker threads fed by one bounded FIFO queue.
 //
-// resize(n) changes a target under the lock. Growing starts threads at once; if a thread cannot
-// be started the pool rolls back to its old size and reports the failure. Shrinking asks the
-// surplus workers to retire: a worker checks the target only between tasks, so the task in hand
-// always finishes; retired threads are joined outside the lock. A task is run exactly once.
+// Algorithm. One mutex guards the queue and the roster of workers. resize(n) changes the
+// target under that lock (DESIGN habit 8). Growing first takes back workers that were asked to
+// retire but have not exited yet, then starts the missing threads through the ThreadStarter
+// seam; if a thread cannot be started the pool rolls back to its old size, last_error() says
+// why, and resize() returns the old size. Shrinking sets a stop flag on the surplus workers,
+// idle ones first, and wakes every waiting worker (notify_all), so idle workers exit at once.
+// A worker reads its stop flag only between tasks, so the task in hand always finishes. Exited
+// threads are joined later, outside the lock, by the next resize() or by shutdown(). A task is
+// taken out of the queue exactly once, under the lock, so it runs exactly once.
 //
 // The queue is bounded (queue_capacity). Backpressure uses two watermarks with hysteresis:
-// it turns on when depth >= high_watermark * capacity and off again only when depth
-// <= low_watermark * capacity.
+// it turns on when depth >= ceil(high_watermark * capacity) and off again only when depth
+// <= floor(low_watermark * capacity).
+//
+// Measurements use the injected Clock only: each task's run time goes into a histogram of
+// fixed log-spaced buckets (8 per octave from 1 us; atomic counters, O(1) per task), and the
+// busy-worker count is integrated over time for the window's mean. take_window() returns and
+// resets both.
 //
 // Thread-safety: every public method may be called from any thread, including from inside a
-// task (except shutdown(), which must not be called from a worker).
+// task, except shutdown() and wait_idle(), which must not be called from a worker (they wait
+// for the workers). The destructor calls shutdown().
 
-#include <atomic>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "policies/clock.h"
 
 namespace lagpilot {
 
 struct WorkerPoolOptions {
-  int initial_workers = 4;
-  int max_workers = 64;          // hard maximum for resize()
-  std::size_t queue_capacity = 10000;
-  double high_watermark = 0.8;   // fraction of capacity
+  int initial_workers = 4;             // clamped to [1, max_workers]
+  int max_workers = 64;                // hard maximum for resize(); >= 1
+  std::size_t queue_capacity = 10000;  // >= 1
+  double high_watermark = 0.8;         // fraction of capacity; 0 <= low < high <= 1
   double low_watermark = 0.2;
 };
 
 // Statistics of one tick window, returned and reset by WorkerPool::take_window().
 struct PoolWindow {
-  double seconds = 0.0;          // window length
-  uint64_t completed = 0;        // tasks finished in the window
-  double latency_p50 = 0.0;      // task run time, seconds
+  double seconds = 0.0;      // window length
+  uint64_t completed = 0;    // tasks finished in the window (including those that threw)
+  double latency_p50 = 0.0;  // task run time, seconds (upper bound of the histogram bucket)
   double latency_p99 = 0.0;
-  double busy_mean = 0.0;        // mean busy workers over the window
+  double busy_mean = 0.0;  // mean busy workers over the window
+  uint64_t failed = 0;     // tasks in the window that threw (also counted in completed)
 };
 
 class WorkerPool {
  public:
   using Task = std::function<void()>;
-  // Test seam: starts a worker thread. The default uses std::thread; a test can throw.
+  // Test seam: starts a worker thread running the given function. The default uses
+  // std::thread. It may throw (the pool rolls back); a starter that throws must not have
+  // started the thread, and one that returns must return a joinable thread running it.
   using ThreadStarter = std::function<std::thread(std::function<void()>)>;
 
+  // Throws std::invalid_argument naming the bad option, or std::runtime_error if not even one
+  // worker thread could be started (if only some could, the pool keeps them; see last_error()).
   WorkerPool(WorkerPoolOptions options, const Clock& clock, ThreadStarter starter = {});
   ~WorkerPool();  // shutdown(infinite) if not done yet
 
-  // Enqueues a task; false (task not taken) when the queue is full or the pool is shut down.
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Enqueues a task; false (task not taken, and destroyed: pass a copy to retry) when the
+  // queue is full or the pool is shut down. Throws std::invalid_argument for an empty task.
   bool try_submit(Task task);
   // Sets the target size, clamped to [1, max_workers]. Returns the size in effect afterwards
-  // (the old size if a thread could not be started; see last_error()).
+  // (the old size if a thread could not be started; see last_error()). Never waits for a task.
+  // After shutdown() it does nothing and returns 0.
   int resize(int workers);
 
-  int size() const;            // live worker threads not asked to retire
-  int busy() const;            // workers running a task now
+  int size() const;  // live worker threads not asked to retire (0 after shutdown)
+  int busy() const;  // workers running a task now
   std::size_t queue_depth() const;
   std::size_t queue_capacity() const;
-  bool backpressure() const;   // watermark state
-  std::string last_error() const;
+  bool backpressure() const;       // watermark state
+  std::string last_error() const;  // why the last thread start failed; "" if none yet
+  // Statistics since the previous call (or construction), then starts a new window. A task
+  // counts in the window in which it finished. For an empty window busy_mean is busy().
   PoolWindow take_window();
 
-  // Stops accepting tasks, lets workers finish the queue for at most `timeout_seconds`, then
-  // joins them. Returns the number of queued tasks that were not run (each is counted).
+  // Stops accepting tasks, lets workers finish the queue for at most `timeout_seconds` (real
+  // time: a wait, not a measurement; <= 0 runs no queued task, +inf drains all), then joins
+  // them; tasks in hand are never interrupted. Returns the number of queued tasks that were not
+  // run (they are destroyed). Only the first call does this; later calls return 0.
   std::size_t shutdown(double timeout_seconds);
 
+  // --- Additions beyond the first agreed interface ---
+
+  uint64_t completed() const;  // tasks finished since construction (including those that threw)
+  uint64_t failed() const;     // tasks that threw since construction (the worker lives on)
+  // Worker threads running now, including retired ones that have not exited yet.
+  int live_threads() const;
+  // Called with the new state each time backpressure() flips, from the thread that flipped it
+  // (a submitter, a worker, or shutdown), never under the pool's queue lock, in order; flips
+  // that happen while a call is in progress may be coalesced, but the last call always carries
+  // the final state. Called once at installation with the current state. It may call any pool
+  // method except shutdown(), wait_idle() and set_backpressure_listener() (it must not wait
+  // for the workers: a worker that flips the state waits for the listener). Pass {} to remove.
+  void set_backpressure_listener(std::function<void(bool)> listener);
+  // Blocks until the queue is empty, no task runs, and every retired worker has exited.
+  // For tests and benchmarks; must not be called from a task.
+  void wait_idle();
+  // The value take_window() reports as p50/p99 for a task that ran `seconds`: the upper bound
+  // of its histogram bucket (buckets are 2^(1/8) wide from 1 us; < 1 us reports 1 us).
+  static double latency_bucket_upper_bound(double seconds);
+
  private:
-  // (implementation detail; see worker_pool.cpp)
-  struct Impl;
+  struct Impl;  // see worker_pool.cpp
   std::unique_ptr<Impl> impl_;
 };
 

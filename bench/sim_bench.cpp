@@ -1,0 +1,140 @@
+// Simulator throughput.
+//
+//   BM_MessageFidelity     per-message events (arrivals + completions) per second on one core,
+//                          with the whole control loop running every simulated second. Goal:
+//                          >= 5 M events/s (counter "events/s").
+//   BM_ModelOnly           the same events through ConsumerModel alone (no controller, no arrival
+//                          generator): the engine's own ceiling.
+//   BM_WorldCup98Batch     the whole World Cup 98 trace (87 days of per-minute counts) scaled to
+//                          peak at 1.2 x capacity(max_workers), batch fidelity, under pid,
+//                          threshold, hpa, keda and static:16. Goal: < 20 s for all five (one
+//                          thread); also run on 2 threads. Prints the KPI table once.
+//
+// Run: build/<dir>/bench/sim_bench [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "policies/guards.h"
+#include "policies/policy_factory.h"
+#include "sim/consumer_model.h"
+#include "sim/report.h"
+#include "sim/simulation.h"
+#include "sim/trace_reader.h"
+
+namespace lagpilot::sim {
+namespace {
+
+// The World Cup trace: $LAGPILOT_WC98_TRACE, else traces/ in the source tree.
+std::string wc98_path() {
+  if (const char* env = std::getenv("LAGPILOT_WC98_TRACE")) return env;
+#ifdef LAGPILOT_SOURCE_DIR
+  const std::filesystem::path root = LAGPILOT_SOURCE_DIR;
+#else
+  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path();
+#endif
+  return (root / "traces" / "wc98_invocation_count.csv").string();
+}
+
+Trace constant_trace(double rate, double seconds) {
+  Trace t;
+  t.source = "constant";
+  t.bin_seconds = seconds;
+  t.rates = {rate};
+  return t;
+}
+
+void BM_MessageFidelity(benchmark::State& state) {
+  SimConfig config;
+  config.fidelity = "message";
+  config.initial_workers = 16;
+  const double rate = 0.8 * config.model.capacity(16);
+  const Trace trace = constant_trace(rate, 1000.0);  // ~900 k messages, 1000 control ticks
+  GuardConfig guards;
+  int64_t events = 0;
+  for (auto _ : state) {
+    const RunResult r = simulate(trace, PolicySpec{"static", {{"workers", 16}}, "static:16"},
+                                 guards, config);
+    events += r.kpis.arrived + r.kpis.processed;
+    benchmark::DoNotOptimize(r.kpis.lag_integral);
+  }
+  state.counters["events/s"] = benchmark::Counter(double(events), benchmark::Counter::kIsRate);
+}
+// CPU time, not wall time: the rate is per core even on a busy machine.
+BENCHMARK(BM_MessageFidelity)->Unit(benchmark::kMillisecond);
+
+void BM_ModelOnly(benchmark::State& state) {
+  ConsumerModelConfig model;
+  const double rate = 0.8 * model.capacity(16);
+  int64_t events = 0;
+  for (auto _ : state) {
+    ConsumerModel m(model, 16, 1, false);
+    Rng rng(2);
+    double t = 0.0;
+    const int n = 1'000'000;
+    for (int i = 0; i < n; ++i) {
+      t += rng.exponential() / rate;
+      while (m.next_event_time() <= t) m.run_next_event();
+      m.arrive(t, ArrivalChunk{t, t, 1});
+    }
+    while (m.next_event_time() < 1e300) m.run_next_event();
+    events += 2 * int64_t{n};
+    benchmark::DoNotOptimize(m.completed());
+  }
+  state.counters["events/s"] = benchmark::Counter(double(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ModelOnly)->Unit(benchmark::kMillisecond);
+
+void BM_WorldCup98Batch(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  SimConfig config;  // fidelity auto: batch for this trace
+  GuardConfig guards;
+  Trace trace = load_trace(wc98_path());
+  trace = scale_to_peak(std::move(trace), 1.2 * config.model.capacity(guards.max_workers));
+  std::vector<PolicySpec> specs;
+  for (const char* text : {"pid", "threshold", "hpa", "keda", "static:16"}) {
+    specs.push_back(parse_policy_spec(text));
+  }
+  static bool printed = false;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::clock_t cpu_start = std::clock();
+    const auto results = simulate_all(trace, specs, guards, config, threads);
+    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    int64_t messages = 0;
+    for (const RunResult& r : results) messages += r.kpis.arrived;
+    std::printf("\nWorld Cup 98: %zu bins of %.0f s (%.1f days), peak %.0f msg/s, mean %.1f msg/s, "
+                "%s fidelity, %d thread(s): %.2f s wall, %.2f s CPU for %zu policies, %.3g "
+                "messages\n",
+                trace.rates.size(), trace.bin_seconds, trace.duration() / 86400.0,
+                trace.peak_rate(), trace.mean_rate(), results[0].fidelity.c_str(), threads,
+                seconds, cpu_seconds, results.size(), double(messages));
+    if (!printed) {
+      std::printf("%s", format_kpi_table(results).c_str());
+      printed = true;
+    }
+    std::fflush(stdout);
+    state.counters["wall_s"] = seconds;
+    state.counters["cpu_s"] = cpu_seconds;
+  }
+}
+BENCHMARK(BM_WorldCup98Batch)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace lagpilot::sim
+
+BENCHMARK_MAIN();

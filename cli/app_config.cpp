@@ -1,0 +1,79 @@
+#include "cli/app_config.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "policies/config_reader.h"
+#include "policies/policy_factory.h"
+
+namespace lagpilot::cli {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    const auto pos = what.find("parse error");
+    throw std::runtime_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                             ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+  }
+}
+
+AppConfig AppConfig::from_json(const nlohmann::json& root) {
+  AppConfig c;
+  JsonObjectReader r(root, "");
+  {
+    JsonObjectReader policy = r.child("policy");
+    policy.read_enum("name", c.policy_name, policy_names());
+    if (const nlohmann::json* p = policy.raw("params")) c.policy_params = *p;
+    policy.finish();
+  }
+  if (r.has("guards")) c.guards = GuardConfig::from_json(*r.raw("guards"), "guards");
+  if (const nlohmann::json* s = r.raw("sim")) {
+    if (!s->is_object()) throw ConfigError("sim", "must be a JSON object");
+    c.sim = *s;
+  }
+  RuntimeConfig::read_keys(r, c.runtime);
+  r.finish();
+  c.make_policy();  // validates the parameters now, naming policy.params.<field>
+  return c;
+}
+
+AppConfig AppConfig::load(const std::string& path) {
+  const nlohmann::json root = read_json_file(path);
+  try {
+    return from_json(root);
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+nlohmann::json AppConfig::to_json() const {
+  nlohmann::json root = nlohmann::json::object();
+  root["policy"] = {{"name", policy_name}, {"params", make_policy()->params()}};
+  root["guards"] = guards.to_json();
+  if (!sim.empty()) root["sim"] = sim;
+  runtime.write_keys(root);
+  return root;
+}
+
+std::unique_ptr<Policy> AppConfig::make_policy() const {
+  return lagpilot::make_policy(policy_name, policy_params, "policy.params");
+}
+
+}  // namespace lagpilot::cli

@@ -1,0 +1,191 @@
+#include "controller/consumer_runtime.h"
+
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+namespace lagpilot {
+
+// Builds the Observation from the Kafka source (lag, arrivals via high watermarks, record age)
+// and the pool (latency, busy workers, queue). Called only from tick(), on the control thread.
+class ConsumerRuntime::LiveSampler final : public Sampler {
+ public:
+  LiveSampler(KafkaSource& source, WorkerPool& pool) : source_(source), pool_(pool) {}
+
+  Observation sample(double now) override {
+    Observation o;
+    o.time = now;
+    last_stats_ = source_.stats(true);
+    const PoolWindow window = pool_.take_window();
+    int64_t high_sum = 0;
+    for (const auto& p : last_stats_.partitions) {
+      o.partition_lag.push_back({p.topic, p.partition, p.lag});
+      high_sum += p.high_watermark;
+    }
+    o.total_lag = last_stats_.total_lag;
+    const uint64_t done = last_stats_.processed + last_stats_.failed;
+    if (last_time_ >= 0 && now > last_time_) {
+      const double dt = now - last_time_;
+      // A rebalance can shrink the set of partitions we see; arrivals are never negative.
+      o.arrival_rate = std::max<double>(0.0, static_cast<double>(high_sum - last_high_sum_) / dt);
+      o.processed_rate = static_cast<double>(done - last_done_) / dt;
+      o.lag_slope = static_cast<double>(o.total_lag - last_lag_) / dt;
+    }
+    last_time_ = now;
+    last_high_sum_ = high_sum;
+    last_done_ = done;
+    last_lag_ = o.total_lag;
+    o.latency_p50 = window.latency_p50;
+    o.latency_p99 = window.latency_p99;
+    o.record_age_p99 = last_stats_.record_age_p99_seconds;
+    o.current_workers = pool_.size();
+    o.busy_workers = window.busy_mean;
+    o.queue_depth = static_cast<int64_t>(pool_.queue_depth());
+    o.queue_capacity = static_cast<int64_t>(pool_.queue_capacity());
+    o.assigned_partitions = last_stats_.assigned_partitions;
+    return o;
+  }
+
+  const SourceStats& last_stats() const { return last_stats_; }
+
+ private:
+  KafkaSource& source_;
+  WorkerPool& pool_;
+  SourceStats last_stats_;
+  double last_time_ = -1;
+  int64_t last_high_sum_ = 0;
+  uint64_t last_done_ = 0;
+  int64_t last_lag_ = 0;
+};
+
+class ConsumerRuntime::PoolActuator final : public Actuator {
+ public:
+  explicit PoolActuator(WorkerPool& pool) : pool_(pool) {}
+  void resize(int workers) override {
+    const int got = pool_.resize(workers);
+    if (got != workers) {
+      spdlog::warn("pool resize to {} left it at {}: {}", workers, got, pool_.last_error());
+    }
+  }
+
+ private:
+  WorkerPool& pool_;
+};
+
+void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
+  root.read_enum("broker", c.broker, {"embedded", "external"});
+  root.read("embedded_brokers", c.embedded_brokers, 1, 16);
+  root.read("topic_partitions", c.topic_partitions, 1, 1024);
+  if (root.has("kafka")) c.kafka = KafkaSourceConfig::from_json(*root.raw("kafka"), "kafka");
+  if (root.has("handler")) {
+    c.handler = SyntheticHandlerConfig::from_json(*root.raw("handler"), "handler");
+  }
+  {
+    JsonObjectReader pool = root.child("pool");
+    int64_t capacity = static_cast<int64_t>(c.pool.queue_capacity);
+    pool.read("queue_capacity", capacity, 1, 10'000'000);
+    c.pool.queue_capacity = static_cast<std::size_t>(capacity);
+    pool.read("high_watermark", c.pool.high_watermark, 0.01, 1.0);
+    pool.read("low_watermark", c.pool.low_watermark, 0.0, 0.99);
+    pool.finish();
+    if (c.pool.low_watermark >= c.pool.high_watermark) {
+      throw ConfigError(pool.path_of("low_watermark"), "must be below high_watermark");
+    }
+  }
+  root.read("ledger", c.ledger);
+  root.read("tick_seconds", c.tick_seconds, 0.01, 3600.0);
+  root.read("shutdown_timeout_seconds", c.shutdown_timeout_seconds, 0.0, 3600.0);
+  root.read("lag_slo", c.lag_slo, 0.0, 1e15);
+}
+
+void RuntimeConfig::write_keys(nlohmann::json& root) const {
+  root["broker"] = broker;
+  root["embedded_brokers"] = embedded_brokers;
+  root["topic_partitions"] = topic_partitions;
+  root["kafka"] = kafka.to_json();
+  root["handler"] = handler.to_json();
+  root["pool"] = {{"queue_capacity", pool.queue_capacity},
+                  {"high_watermark", pool.high_watermark},
+                  {"low_watermark", pool.low_watermark}};
+  root["ledger"] = ledger;
+  root["tick_seconds"] = tick_seconds;
+  root["shutdown_timeout_seconds"] = shutdown_timeout_seconds;
+  root["lag_slo"] = lag_slo;
+}
+
+ConsumerRuntime::ConsumerRuntime(RuntimeConfig config, std::unique_ptr<Policy> policy,
+                                 GuardConfig guards, MessageHandler handler, const Clock& clock)
+    : config_(std::move(config)), clock_(clock) {
+  WorkerPoolOptions pool_options = config_.pool;
+  pool_options.initial_workers = guards.min_workers;
+  pool_options.max_workers = guards.hard_max_workers;
+  pool_ = std::make_unique<WorkerPool>(pool_options, clock_);
+  source_ = std::make_unique<KafkaSource>(config_.kafka, *pool_, std::move(handler), clock_);
+  sampler_ = std::make_unique<LiveSampler>(*source_, *pool_);
+  actuator_ = std::make_unique<PoolActuator>(*pool_);
+  controller_ = std::make_unique<Controller>(*sampler_, *actuator_, std::move(policy), guards);
+}
+
+ConsumerRuntime::~ConsumerRuntime() { stop(); }
+
+void ConsumerRuntime::start() { source_->start(); }
+
+ConsumerRuntime::TickReport ConsumerRuntime::tick() {
+  const double now = clock_.now();
+  TickReport report;
+  report.decision = controller_->tick(now);
+  report.observation = *controller_->last_observation();
+  report.source = sampler_->last_stats();
+  const double dt = last_tick_ < 0 ? 0.0 : now - last_tick_;
+  last_tick_ = now;
+  totals_.seconds += dt;
+  totals_.worker_seconds += dt * report.observation.current_workers;
+  if (static_cast<double>(report.observation.total_lag) > config_.lag_slo) {
+    totals_.seconds_above_slo += dt;
+  }
+  totals_.max_lag = std::max(totals_.max_lag, report.observation.total_lag);
+  if (report.decision.workers != report.decision.previous_workers) ++totals_.scale_actions;
+  return report;
+}
+
+void ConsumerRuntime::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  source_->stop(config_.shutdown_timeout_seconds);
+  const std::size_t unrun = pool_->shutdown(config_.shutdown_timeout_seconds);
+  if (unrun > 0) {
+    spdlog::warn("shutdown: {} queued messages not processed (not committed; they will be "
+                 "re-delivered on restart)",
+                 unrun);
+  }
+}
+
+std::string format_status_line(const ConsumerRuntime::TickReport& r, bool json) {
+  const Observation& o = r.observation;
+  const Decision& d = r.decision;
+  if (json) {
+    nlohmann::json j = {{"t", o.time},
+                        {"arrival_rate", o.arrival_rate},
+                        {"processed_rate", o.processed_rate},
+                        {"lag", o.total_lag},
+                        {"latency_p99_seconds", o.latency_p99},
+                        {"record_age_p99_seconds", o.record_age_p99},
+                        {"workers", o.current_workers},
+                        {"desired", d.workers},
+                        {"busy", o.busy_workers},
+                        {"queue", o.queue_depth},
+                        {"paused", r.source.paused},
+                        {"assigned_partitions", r.source.assigned_partitions},
+                        {"policy", d.policy},
+                        {"reason", describe(d)}};
+    return j.dump();
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "t=%6.1fs in=%7.0f/s done=%7.0f/s lag=%8lld p99=%7.1fms workers %2d -> %2d%s | ",
+                o.time, o.arrival_rate, o.processed_rate, static_cast<long long>(o.total_lag),
+                o.latency_p99 * 1e3, o.current_workers, d.workers, r.source.paused ? " paused" : "");
+  return buf + describe(d);
+}
+
+}  // namespace lagpilot

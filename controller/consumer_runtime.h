@@ -1,0 +1,95 @@
+#pragma once
+// The live runtime: a KafkaSource feeding a WorkerPool, and the shared Controller resizing the
+// pool every tick. Only the Sampler (Kafka lag + pool statistics) and the Actuator (the pool)
+// are specific to production; the policy and the guards are the ones the simulator runs.
+//
+// Thread-safety: start(), tick() and stop() are called from one control thread. controller()
+// may be used from any thread (it is internally locked). The handler runs on pool workers.
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/kafka_source.h"
+#include "controller/synthetic_handler.h"
+#include "controller/worker_pool.h"
+#include "policies/clock.h"
+#include "policies/config_reader.h"
+#include "policies/controller.h"
+
+namespace lagpilot {
+
+// Everything `lagpilot run` reads from its config file besides "policy" and "guards".
+struct RuntimeConfig {
+  std::string broker = "embedded";  // "embedded": start the mock cluster in-process; "external"
+  int embedded_brokers = 1;
+  int topic_partitions = 8;         // partitions of each topic the embedded broker creates
+  KafkaSourceConfig kafka;
+  WorkerPoolOptions pool;           // initial_workers and max_workers follow the guards
+  SyntheticHandlerConfig handler;
+  std::string ledger;               // file to append processed (topic, partition, offset, seq)
+  double tick_seconds = 1.0;
+  double shutdown_timeout_seconds = 10.0;
+  double lag_slo = 10000;           // messages; "seconds above the lag SLO" counts ticks above it
+
+  // Reads this struct's keys from the top-level config object (leaves other keys alone).
+  static void read_keys(JsonObjectReader& root, RuntimeConfig& config);
+  void write_keys(nlohmann::json& root) const;
+};
+
+// Totals over the whole run, for the end-of-run summary.
+struct RuntimeTotals {
+  double seconds = 0;
+  double worker_seconds = 0;
+  double seconds_above_slo = 0;
+  int scale_actions = 0;
+  int64_t max_lag = 0;
+};
+
+class ConsumerRuntime {
+ public:
+  ConsumerRuntime(RuntimeConfig config, std::unique_ptr<Policy> policy, GuardConfig guards,
+                  MessageHandler handler, const Clock& clock);
+  ~ConsumerRuntime();
+
+  // Starts the pool and the Kafka source (subscribes). kafka.bootstrap_servers must be set.
+  void start();
+  struct TickReport {
+    Observation observation;
+    Decision decision;
+    SourceStats source;
+  };
+  // One control iteration: sample, decide, guard, resize.
+  TickReport tick();
+  // Stops fetching, lets in-flight messages finish (bounded by shutdown_timeout_seconds),
+  // commits and closes the consumer. Idempotent.
+  void stop();
+
+  Controller& controller() { return *controller_; }
+  WorkerPool& pool() { return *pool_; }
+  KafkaSource& source() { return *source_; }
+  RuntimeTotals totals() const { return totals_; }
+  const RuntimeConfig& config() const { return config_; }
+
+ private:
+  class LiveSampler;
+  class PoolActuator;
+
+  RuntimeConfig config_;
+  const Clock& clock_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<KafkaSource> source_;
+  std::unique_ptr<LiveSampler> sampler_;
+  std::unique_ptr<PoolActuator> actuator_;
+  std::unique_ptr<Controller> controller_;
+  RuntimeTotals totals_;
+  double last_tick_ = -1;
+  bool stopped_ = false;
+};
+
+// A status line for humans ("t=12s in=1200/s lag=5600 p99=12.3ms workers 6->8 | pid: ...") or
+// one JSON object per line for machines.
+std::string format_status_line(const ConsumerRuntime::TickReport& report, bool json);
+
+}  // namespace lagpilot

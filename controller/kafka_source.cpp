@@ -1,0 +1,1207 @@
+#include "controller/kafka_source.h"
+
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+#include "controller/offset_tracker.h"
+#include "policies/config_reader.h"
+
+namespace lagpilot {
+namespace {
+
+enum class Ordering { kKey, kPartition, kUnordered };
+
+constexpr int kIdlePollMs = 50;  // consumer_poll timeout when nothing waits
+constexpr int kBusyPollMs = 5;   // when the pending buffer waits for room in the pool
+constexpr int kMaxBatch = 512;   // messages taken per poll iteration
+constexpr int kCommittedQueryMs = 5000;
+constexpr double kRefreshBudgetSeconds = 2.0;
+constexpr int kRefreshQueryMaxMs = 1000;
+constexpr int64_t kFetchMaxBytesWarnAbove = 50LL * 1024 * 1024;  // librdkafka's default
+constexpr uint64_t kQueueCheckAfterMessages = 1000;
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+SteadyTime steady_now() {
+  return std::chrono::steady_clock::now();
+}
+SteadyTime steady_after(double seconds) {
+  seconds = std::clamp(seconds, 0.0, 1e6);
+  return steady_now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+int64_t epoch_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Ordering parse_ordering(const std::string& s) {
+  if (s == "key") return Ordering::kKey;
+  if (s == "partition") return Ordering::kPartition;
+  if (s == "unordered") return Ordering::kUnordered;
+  throw ConfigError("kafka.ordering",
+                    "must be one of key, partition, unordered, got \"" + s + "\"");
+}
+
+// Record ages (seconds) in log-spaced buckets, 8 per octave from 1 ms; a quantile is reported
+// as the upper bound of its bucket (at most 9 % high).
+class AgeHistogram {
+ public:
+  void add(double seconds) {
+    const double ms = seconds * 1000.0;
+    int index = 0;
+    if (ms > 1.0) {
+      index = static_cast<int>(std::ceil(std::log2(ms) * kPerOctave));
+      index = std::clamp(index, 0, kBuckets - 1);
+    }
+    ++counts_[static_cast<std::size_t>(index)];
+    ++total_;
+  }
+  double quantile(double q) const {
+    if (total_ == 0) return 0.0;
+    const double rank = std::ceil(q * static_cast<double>(total_));
+    uint64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += counts_[static_cast<std::size_t>(i)];
+      if (static_cast<double>(seen) >= rank) return std::exp2(i / double(kPerOctave)) / 1000.0;
+    }
+    return std::exp2((kBuckets - 1) / double(kPerOctave)) / 1000.0;
+  }
+  void clear() {
+    counts_.fill(0);
+    total_ = 0;
+  }
+
+ private:
+  static constexpr int kPerOctave = 8;
+  static constexpr int kBuckets = kPerOctave * 40;  // up to 2^40 ms (~35 years)
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t total_ = 0;
+};
+
+struct Work;
+
+// One assigned partition. Guarded by Core::mu (all fields).
+struct PartitionState {
+  PartitionState(std::string t, int32_t p) : topic(std::move(t)), partition(p) {}
+  std::string topic;
+  int32_t partition;
+  PartitionOffsetTracker tracker;
+  // Ordering lanes: a lane exists while one of its messages is in the pool / pending /
+  // running; the deque holds the lane's messages waiting behind it, in offset order.
+  std::unordered_map<std::string, std::deque<std::shared_ptr<Work>>> lanes;
+  int64_t unfinished = 0;  // consumed, not finished (also counted in Core::unfinished unless
+                           // detached)
+  int running = 0;         // handlers running now
+  bool draining = false;   // being revoked: completions signal Core::drained_cv
+  bool revoked = false;    // given up: queued tasks skip the handler, lanes are closed
+  bool detached = false;   // removed from the assignment and from Core::unfinished
+  bool paused = false;     // rd_kafka_pause_partitions succeeded for it
+  int64_t committed = -1;  // broker-acknowledged commit offset
+  int64_t low = -1;        // watermarks, last known
+  int64_t high = -1;
+  bool expiry_warned = false;
+};
+
+struct Work {
+  std::shared_ptr<PartitionState> part;
+  SourceMessage msg;
+  bool laned = false;
+};
+
+// A jump in offsets to check against the log start (outside the lock).
+struct Gap {
+  std::shared_ptr<PartitionState> part;
+  int64_t expected;
+  int64_t offset;
+};
+
+std::string partition_name(const std::string& topic, int32_t partition) {
+  return topic + "[" + std::to_string(partition) + "]";
+}
+
+}  // namespace
+
+struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
+  Core(KafkaSourceConfig c, WorkerPool& p, MessageHandler h, const Clock& cl)
+      : config(std::move(c)),
+        ordering(parse_ordering(config.ordering)),
+        pool(p),
+        handler(std::move(h)),
+        clock(cl) {}
+  ~Core() {
+    if (conf != nullptr) rd_kafka_conf_destroy(conf);
+  }
+
+  // ---- Immutable after construction / start() ----
+  KafkaSourceConfig config;
+  Ordering ordering;
+  WorkerPool& pool;
+  MessageHandler handler;
+  const Clock& clock;
+  rd_kafka_conf_t* conf = nullptr;  // owned until start() hands it to rd_kafka_new
+  rd_kafka_t* rk = nullptr;         // start() creates, KafkaSource::stop() destroys
+  int64_t max_unfinished = 0;
+  int64_t resume_unfinished = 0;
+  double max_poll_interval_seconds = 300.0;
+  int64_t fetch_max_bytes = 52428800;
+  int64_t max_partition_fetch_bytes = 1048576;
+
+  // ---- Atomics (control thread writes, poll thread reads) ----
+  std::atomic<bool> operator_paused{false};  // atomic: set by any thread, read by the poll loop
+  std::atomic<bool> stop_requested{false};   // atomic: set by stop(), read by the poll loop
+  std::atomic<int> assigned{0};              // atomic: written by the poll thread, read anywhere
+  SteadyTime stop_deadline{};                // written before stop_requested (release)
+
+  // ---- Poll thread only ----
+  bool backpressure_paused = false;
+  bool warned_handler_time = false;
+  bool warned_queue_capacity = false;
+  uint64_t error_events = 0;
+
+  // ---- Guarded by mu ----
+  std::mutex mu;
+  std::condition_variable drained_cv;  // a draining partition's message finished
+  std::map<std::pair<std::string, int32_t>, std::shared_ptr<PartitionState>> partitions;
+  std::deque<std::shared_ptr<Work>> pending;  // refused by the pool; FIFO; never dropped
+  int64_t unfinished = 0;
+  int64_t max_unfinished_seen = 0;
+  int64_t max_pending_seen = 0;
+  uint64_t consumed = 0, processed = 0, failed = 0, lost_to_retention = 0;
+  uint64_t commits = 0, commit_failures = 0, dropped = 0, duplicates = 0;
+  uint64_t pauses = 0, resumes = 0;
+  uint64_t consumed_bytes = 0;
+  double max_handler_seconds = 0;
+  AgeHistogram ages;
+  bool closed = false;      // stop() gave up: tasks skip the handler, nothing is submitted
+  bool paused_now = false;  // the wanted pause state of all partitions
+
+  // -------------------------------------------------------------------------------------------
+  // Worker side
+
+  bool submit_locked(const std::shared_ptr<Work>& w) {
+    auto self = shared_from_this();
+    return pool.try_submit([self, w] { self->run_task(w); });
+  }
+
+  void submit_or_buffer_locked(const std::shared_ptr<Work>& w) {
+    if (pending.empty() && submit_locked(w)) return;
+    pending.push_back(w);
+    max_pending_seen = std::max<int64_t>(max_pending_seen, static_cast<int64_t>(pending.size()));
+  }
+
+  void drain_pending_locked() {
+    while (!pending.empty()) {
+      const std::shared_ptr<Work>& w = pending.front();
+      if (w->part->revoked || closed) {
+        drop_locked(*w);
+        pending.pop_front();
+        continue;
+      }
+      if (!submit_locked(w)) break;
+      pending.pop_front();
+    }
+  }
+
+  void release_locked(PartitionState& part) {
+    --part.unfinished;
+    if (!part.detached) --unfinished;
+    if (part.draining) drained_cv.notify_all();
+  }
+
+  void drop_locked(Work& w) {
+    release_locked(*w.part);
+    ++dropped;
+  }
+
+  const std::string& lane_key(const Work& w) const {
+    static const std::string kPartitionLane;
+    return ordering == Ordering::kPartition ? kPartitionLane : w.msg.key;
+  }
+
+  void advance_lane_locked(const Work& w) {
+    if (!w.laned) return;
+    auto it = w.part->lanes.find(lane_key(w));
+    if (it == w.part->lanes.end()) return;
+    if (it->second.empty()) {
+      w.part->lanes.erase(it);
+      return;
+    }
+    std::shared_ptr<Work> next = std::move(it->second.front());
+    it->second.pop_front();
+    submit_or_buffer_locked(next);
+  }
+
+  void run_task(const std::shared_ptr<Work>& w) {
+    PartitionState& part = *w->part;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (closed || part.revoked) {
+        drop_locked(*w);
+        return;
+      }
+      ++part.running;
+    }
+    const double started = clock.now();
+    bool ok = true;
+    std::string error;
+    try {
+      handler(w->msg);
+    } catch (const std::exception& e) {
+      ok = false;
+      error = e.what();
+    } catch (...) {
+      ok = false;
+      error = "non-standard exception";
+    }
+    const double took = clock.now() - started;
+    const double age = w->msg.timestamp_ms >= 0
+                           ? static_cast<double>(epoch_ms_now() - w->msg.timestamp_ms) / 1e3
+                           : -1.0;
+
+    std::lock_guard<std::mutex> lock(mu);
+    --part.running;
+    part.tracker.complete(w->msg.offset);
+    release_locked(part);
+    if (ok) {
+      ++processed;
+    } else {
+      ++failed;
+      if (failed <= 10 || failed % 1000 == 0) {
+        spdlog::warn("kafka {}@{}: handler failed ({} failures so far): {}",
+                     partition_name(part.topic, part.partition), w->msg.offset, failed, error);
+      }
+    }
+    max_handler_seconds = std::max(max_handler_seconds, took);
+    if (age >= 0) ages.add(age);
+    if (!closed && !part.revoked) advance_lane_locked(*w);
+    drain_pending_locked();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Poll thread: dispatch
+
+  void dispatch_locked(const rd_kafka_message_t* m, std::vector<Gap>& gaps) {
+    const char* topic = rd_kafka_topic_name(m->rkt);
+    auto it = partitions.find({topic, m->partition});
+    if (it == partitions.end() || it->second->revoked) {
+      // Not ours (any more): not dispatched, not committed; the owner gets it.
+      spdlog::debug("kafka {}@{}: message for an unassigned partition ignored",
+                    partition_name(topic, m->partition), m->offset);
+      return;
+    }
+    const std::shared_ptr<PartitionState>& part = it->second;
+    const int64_t expected = part->tracker.next_offset();
+    if (!part->tracker.dispatch(m->offset)) {
+      ++duplicates;
+      return;
+    }
+    if (expected >= 0 && m->offset > expected) gaps.push_back(Gap{part, expected, m->offset});
+
+    auto w = std::make_shared<Work>();
+    w->part = part;
+    w->msg.topic = part->topic;
+    w->msg.partition = m->partition;
+    w->msg.offset = m->offset;
+    if (m->key != nullptr) {
+      w->msg.key.assign(static_cast<const char*>(m->key), m->key_len);
+      w->msg.has_key = true;
+    }
+    if (m->payload != nullptr) w->msg.value.assign(static_cast<const char*>(m->payload), m->len);
+    rd_kafka_timestamp_type_t ts_type;
+    w->msg.timestamp_ms = rd_kafka_message_timestamp(m, &ts_type);
+    w->laned = ordering == Ordering::kPartition || (ordering == Ordering::kKey && w->msg.has_key);
+
+    ++part->unfinished;
+    ++unfinished;
+    ++consumed;
+    consumed_bytes += m->len + m->key_len;
+    max_unfinished_seen = std::max(max_unfinished_seen, unfinished);
+
+    if (w->laned) {
+      auto [lane, created] = part->lanes.try_emplace(lane_key(*w));
+      if (!created) {  // the lane has a message in flight: wait behind it
+        lane->second.push_back(std::move(w));
+        return;
+      }
+    }
+    submit_or_buffer_locked(w);
+  }
+
+  // Records below the log start offset expired before they were consumed (see header).
+  void check_gap(const Gap& g) {
+    int64_t low = -1, high = -1;
+    rd_kafka_resp_err_t err =
+        rd_kafka_get_watermark_offsets(rk, g.part->topic.c_str(), g.part->partition, &low, &high);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR || low < 0) {
+      err = rd_kafka_query_watermark_offsets(rk, g.part->topic.c_str(), g.part->partition, &low,
+                                             &high, kRefreshQueryMaxMs);
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR || low < 0) {
+      spdlog::warn(
+          "kafka {}: offsets {}..{} were skipped and the log start offset could not be read "
+          "({}): cannot tell retention loss from compaction; not counted",
+          partition_name(g.part->topic, g.part->partition), g.expected, g.offset - 1,
+          rd_kafka_err2str(err));
+      return;
+    }
+    const int64_t lost_end = std::min(g.offset, low);
+    std::lock_guard<std::mutex> lock(mu);
+    g.part->low = std::max(g.part->low, low);
+    if (high >= 0) g.part->high = std::max(g.part->high, high);
+    if (lost_end <= g.expected) return;  // a gap above the log start: compaction, markers
+    const int64_t lost = lost_end - g.expected;
+    lost_to_retention += static_cast<uint64_t>(lost);
+    spdlog::warn(
+        "kafka {}: {} records (offsets {}..{}) expired by retention before they were consumed "
+        "(log start is now {}); continuing from offset {}",
+        partition_name(g.part->topic, g.part->partition), lost, g.expected, lost_end - 1, low,
+        g.offset);
+  }
+
+  void handle_event(const rd_kafka_message_t* m) {
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
+    ++error_events;
+    const std::string where =
+        m->rkt != nullptr ? partition_name(rd_kafka_topic_name(m->rkt), m->partition) : "consumer";
+    if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+      // Only with auto.offset.reset=error: librdkafka stops the partition. Count what expired.
+      spdlog::error(
+          "kafka {}: offset {} is out of range and auto.offset.reset=error: partition stopped "
+          "({})",
+          where, m->offset, rd_kafka_message_errstr(m));
+      if (m->rkt != nullptr && m->offset >= 0) {
+        int64_t low = -1, high = -1;
+        if (rd_kafka_query_watermark_offsets(rk, rd_kafka_topic_name(m->rkt), m->partition, &low,
+                                             &high,
+                                             kRefreshQueryMaxMs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            low > m->offset) {
+          std::lock_guard<std::mutex> lock(mu);
+          lost_to_retention += static_cast<uint64_t>(low - m->offset);
+          spdlog::warn("kafka {}: {} records (offsets {}..{}) expired by retention", where,
+                       low - m->offset, m->offset, low - 1);
+        }
+      }
+      return;
+    }
+    char fatal[512];
+    if (rd_kafka_fatal_error(rk, fatal, sizeof(fatal)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::error("kafka: fatal consumer error: {}", fatal);
+      return;
+    }
+    if (error_events <= 20 || error_events % 1000 == 0) {
+      spdlog::warn("kafka {}: {} ({} consumer errors so far)", where, rd_kafka_message_errstr(m),
+                   error_events);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Poll thread: backpressure, commits
+
+  void update_pause_state() {
+    const bool pool_backpressure = pool.backpressure();
+    std::vector<std::shared_ptr<PartitionState>> change;
+    bool want;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!backpressure_paused && (pool_backpressure || unfinished >= max_unfinished)) {
+        backpressure_paused = true;
+      } else if (backpressure_paused && !pool_backpressure && unfinished <= resume_unfinished) {
+        backpressure_paused = false;
+      }
+      want = backpressure_paused || operator_paused.load() || stop_requested.load();
+      if (want != paused_now) {
+        paused_now = want;
+        if (want) {
+          ++pauses;
+        } else {
+          ++resumes;
+        }
+      }
+      for (auto& [key, part] : partitions) {
+        if (!part->revoked && part->paused != want) change.push_back(part);
+      }
+    }
+    if (!change.empty()) set_paused(change, want);
+  }
+
+  // Pauses or resumes these partitions in librdkafka and records the outcome.
+  void set_paused(const std::vector<std::shared_ptr<PartitionState>>& parts, bool pause) {
+    rd_kafka_topic_partition_list_t* list =
+        rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
+    for (const auto& p : parts)
+      rd_kafka_topic_partition_list_add(list, p->topic.c_str(), p->partition);
+    const rd_kafka_resp_err_t err =
+        pause ? rd_kafka_pause_partitions(rk, list) : rd_kafka_resume_partitions(rk, list);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (int i = 0; i < list->cnt; ++i) {
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+          parts[static_cast<std::size_t>(i)]->paused = pause;
+      }
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::warn("kafka: {} partitions failed: {}", pause ? "pausing" : "resuming",
+                   rd_kafka_err2str(err));
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+    if (!pause && err == RD_KAFKA_RESP_ERR_NO_ERROR) wake_fetchers(parts);
+  }
+
+  // librdkafka 2.0 does not wake a broker thread when a partition is resumed: with every
+  // partition paused that thread sleeps up to 1 s, so fetching would restart up to 1 s late.
+  // A seek to the position the fetcher resumes from anyway (one past the last message handed
+  // to us) is a no-op for the data but does wake the broker thread.
+  void wake_fetchers(const std::vector<std::shared_ptr<PartitionState>>& parts) {
+    rd_kafka_topic_partition_list_t* list = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& p : parts) {
+        const int64_t next = p->tracker.next_offset();
+        if (next < 0 || p->revoked) continue;
+        if (list == nullptr)
+          list = rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
+        rd_kafka_topic_partition_list_add(list, p->topic.c_str(), p->partition)->offset = next;
+      }
+    }
+    if (list == nullptr) return;
+    if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk, list, 0 /* async */)) {
+      spdlog::debug("kafka: seek after resume failed: {}", rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+
+  // Builds the list of offsets worth committing for these partitions (nullptr if none).
+  rd_kafka_topic_partition_list_t* commit_list_locked(
+      const std::vector<std::shared_ptr<PartitionState>>& parts) {
+    rd_kafka_topic_partition_list_t* list = nullptr;
+    for (const auto& p : parts) {
+      const int64_t offset = p->tracker.committable();
+      if (offset < 0 || offset <= p->committed) continue;
+      if (list == nullptr) list = rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
+      rd_kafka_topic_partition_list_add(list, p->topic.c_str(), p->partition)->offset = offset;
+    }
+    return list;
+  }
+
+  std::vector<std::shared_ptr<PartitionState>> assigned_locked() const {
+    std::vector<std::shared_ptr<PartitionState>> out;
+    out.reserve(partitions.size());
+    for (const auto& [key, part] : partitions) out.push_back(part);
+    return out;
+  }
+
+  // Async commit of every assigned partition's done prefix; the result arrives through
+  // on_commit_result from a later consumer_poll.
+  void commit_async() {
+    rd_kafka_topic_partition_list_t* list;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      list = commit_list_locked(assigned_locked());
+    }
+    if (list == nullptr) return;
+    const rd_kafka_resp_err_t err = rd_kafka_commit(rk, list, 1);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++commit_failures;
+      spdlog::warn("kafka: async commit failed to start: {}", rd_kafka_err2str(err));
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+
+  // Sync commit; on_commit_result runs inside this call.
+  void commit_sync(const std::vector<std::shared_ptr<PartitionState>>& parts) {
+    rd_kafka_topic_partition_list_t* list;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      list = commit_list_locked(parts);
+    }
+    if (list == nullptr) return;
+    const rd_kafka_resp_err_t err =
+        rd_kafka_commit_queue(rk, list, nullptr, &Core::commit_cb, this);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::warn("kafka: sync commit of {} partitions failed: {}", list->cnt,
+                   rd_kafka_err2str(err));
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+
+  void on_commit_result(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets) {
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;  // nothing to commit
+    std::lock_guard<std::mutex> lock(mu);
+    bool any_failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int i = 0; offsets != nullptr && i < offsets->cnt; ++i) {
+      const rd_kafka_topic_partition_t& e = offsets->elems[i];
+      if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        any_failed = true;
+        continue;
+      }
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR || e.offset < 0) continue;
+      auto it = partitions.find({e.topic, e.partition});
+      if (it != partitions.end()) it->second->committed = std::max(it->second->committed, e.offset);
+    }
+    if (any_failed) {
+      ++commit_failures;
+      if (commit_failures <= 20 || commit_failures % 100 == 0) {
+        spdlog::warn(
+            "kafka: offset commit failed ({} failures so far): {}", commit_failures,
+            rd_kafka_err2str(err != RD_KAFKA_RESP_ERR_NO_ERROR ? err : RD_KAFKA_RESP_ERR_UNKNOWN));
+      }
+    } else {
+      ++commits;
+    }
+  }
+
+  static void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+    static_cast<Core*>(opaque)->on_commit_result(err, offsets);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Poll thread: rebalance
+
+  static void rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t* parts, void* opaque) {
+    static_cast<Core*>(opaque)->on_rebalance(err, parts);
+  }
+
+  void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+    const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      on_assign(parts, cooperative);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+      on_revoke(parts, cooperative, rd_kafka_assignment_lost(rk) != 0);
+    } else {
+      spdlog::error("kafka: rebalance failed: {}; dropping the assignment", rd_kafka_err2str(err));
+      on_revoke(parts, cooperative, true);
+    }
+  }
+
+  void on_assign(rd_kafka_topic_partition_list_t* parts, bool cooperative) {
+    rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(parts);
+    const rd_kafka_resp_err_t cerr = rd_kafka_committed(rk, committed, kCommittedQueryMs);
+    if (cerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::warn(
+          "kafka: reading committed offsets failed ({}); lag counts from the log start "
+          "until the first commit",
+          rd_kafka_err2str(cerr));
+    }
+    std::vector<std::shared_ptr<PartitionState>> added;
+    bool pause_them;
+    std::string names;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (int i = 0; i < committed->cnt; ++i) {
+        const rd_kafka_topic_partition_t& e = committed->elems[i];
+        auto part = std::make_shared<PartitionState>(e.topic, e.partition);
+        const int64_t offset = cerr == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                                       e.err == RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0
+                                   ? e.offset
+                                   : -1;
+        part->committed = offset;
+        part->tracker.reset(offset);
+        auto& slot = partitions[{part->topic, part->partition}];
+        if (slot) {  // should not happen (revoked first); give the old state up
+          give_up_locked(*slot);
+          detach_locked(*slot);
+        }
+        slot = part;
+        added.push_back(part);
+        names += (names.empty() ? "" : ", ") + partition_name(part->topic, part->partition) +
+                 (offset >= 0 ? "@" + std::to_string(offset) : "");
+      }
+      assigned.store(static_cast<int>(partitions.size()));
+      pause_them = paused_now;
+    }
+    rd_kafka_topic_partition_list_destroy(committed);
+
+    rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, parts)) {
+        spdlog::error("kafka: incremental assign failed: {}", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        aerr = RD_KAFKA_RESP_ERR__FAIL;
+      }
+    } else {
+      aerr = rd_kafka_assign(rk, parts);
+      if (aerr != RD_KAFKA_RESP_ERR_NO_ERROR)
+        spdlog::error("kafka: assign failed: {}", rd_kafka_err2str(aerr));
+    }
+    spdlog::info("kafka: assigned {} partitions: {}", parts->cnt, names);
+    if (aerr == RD_KAFKA_RESP_ERR_NO_ERROR && pause_them && !added.empty()) set_paused(added, true);
+  }
+
+  // Removes a partition from the unfinished count (its leftovers are no longer ours).
+  void detach_locked(PartitionState& part) {
+    if (part.detached) return;
+    part.detached = true;
+    unfinished -= part.unfinished;
+  }
+
+  // Gives up what a partition still holds that has not reached a worker (lanes, pending), and
+  // makes queued tasks skip the handler. Returns how many were dropped here.
+  int64_t give_up_locked(PartitionState& part) {
+    part.revoked = true;
+    int64_t n = 0;
+    for (auto& [key, lane] : part.lanes) {
+      for (auto& w : lane) {
+        release_locked(*w->part);
+        ++dropped;
+        ++n;
+      }
+    }
+    part.lanes.clear();
+    for (auto it = pending.begin(); it != pending.end();) {
+      if ((*it)->part.get() == &part) {
+        drop_locked(**it);
+        ++n;
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return n;
+  }
+
+  void on_revoke(rd_kafka_topic_partition_list_t* parts, bool cooperative, bool lost) {
+    std::vector<std::shared_ptr<PartitionState>> revoked;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      for (int i = 0; i < parts->cnt; ++i) {
+        auto it = partitions.find({parts->elems[i].topic, parts->elems[i].partition});
+        if (it == partitions.end()) continue;
+        it->second->draining = true;
+        revoked.push_back(it->second);
+      }
+      // Let what was consumed finish (bounded), unless the partitions are lost already.
+      SteadyTime deadline = steady_after(lost || closed ? 0.0 : config.revoke_timeout_seconds);
+      if (stop_requested.load(std::memory_order_acquire))
+        deadline = std::min(deadline, stop_deadline);
+      auto all_done = [&] {
+        return std::all_of(revoked.begin(), revoked.end(),
+                           [](const auto& p) { return p->unfinished == 0; });
+      };
+      while (!all_done() && steady_now() < deadline) {
+        drained_cv.wait_for(lock, std::chrono::milliseconds(5));
+        drain_pending_locked();
+      }
+      int64_t given_up = 0, still_running = 0;
+      for (auto& p : revoked) {
+        still_running += p->unfinished;
+        given_up += give_up_locked(*p);
+      }
+      still_running -= given_up;
+      if (given_up > 0 || still_running > 0) {
+        spdlog::warn(
+            "kafka: revoking {} partitions{}: {} consumed messages dropped before reaching a "
+            "worker, {} still queued or running after the timeout; they were not committed and "
+            "will be delivered again",
+            revoked.size(), lost ? " (lost)" : "", given_up, still_running);
+      }
+    }
+    if (!lost) commit_sync(revoked);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& p : revoked) {
+        detach_locked(*p);
+        partitions.erase({p->topic, p->partition});
+      }
+      assigned.store(static_cast<int>(partitions.size()));
+    }
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) {
+        spdlog::error("kafka: incremental unassign failed: {}", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+      }
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+    spdlog::info("kafka: revoked {} partitions{}", parts->cnt, lost ? " (assignment lost)" : "");
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Poll thread: main loop
+
+  void runtime_checks() {
+    double worst = 0;
+    uint64_t n = 0, bytes = 0;
+    int parts = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      worst = max_handler_seconds;
+      n = consumed;
+      bytes = consumed_bytes;
+      parts = static_cast<int>(partitions.size());
+    }
+    if (!warned_handler_time && worst > max_poll_interval_seconds) {
+      warned_handler_time = true;
+      spdlog::warn(
+          "kafka: a handler ran {:.1f} s, longer than max.poll.interval.ms ({:.0f} ms). The poll "
+          "loop does not wait for handlers, but revocation waits for them (at most {} s)",
+          worst, max_poll_interval_seconds * 1000, config.revoke_timeout_seconds);
+    }
+    if (!warned_queue_capacity && n >= kQueueCheckAfterMessages && parts > 0) {
+      warned_queue_capacity = true;
+      const double avg = std::max(1.0, static_cast<double>(bytes) / static_cast<double>(n));
+      const double fetch_bytes = std::min<double>(
+          static_cast<double>(fetch_max_bytes),
+          static_cast<double>(parts) * static_cast<double>(max_partition_fetch_bytes));
+      const double per_fetch = fetch_bytes / avg;
+      if (static_cast<double>(pool.queue_capacity()) < per_fetch) {
+        spdlog::warn(
+            "kafka: the pool queue ({} messages) is smaller than one fetch (~{:.0f} messages of "
+            "~{:.0f} bytes; fetch.max.bytes {}, max.partition.fetch.bytes {} x {} partitions): "
+            "fetching will pause and resume often. Raise the queue capacity or lower the fetch "
+            "sizes",
+            pool.queue_capacity(), per_fetch, avg, fetch_max_bytes, max_partition_fetch_bytes,
+            parts);
+      }
+    }
+  }
+
+  void poll_loop() {
+    double next_commit = clock.now() + config.commit_interval_seconds;
+    std::vector<rd_kafka_message_t*> batch;
+    batch.reserve(kMaxBatch);
+    std::vector<Gap> gaps;
+    while (!stop_requested.load(std::memory_order_acquire)) {
+      bool waiting;
+      int64_t room;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        waiting = !pending.empty();
+        room = max_unfinished - unfinished;
+      }
+      // Take no more than the room left below max_unfinished (at least one message per call:
+      // a message that consumer_poll returns is always dispatched; pausing stops the rest).
+      const auto limit = static_cast<std::size_t>(std::clamp<int64_t>(room, 1, kMaxBatch));
+      poll_batch(waiting ? kBusyPollMs : kIdlePollMs, limit, batch);
+      if (!batch.empty()) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          for (rd_kafka_message_t* m : batch) {
+            if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) dispatch_locked(m, gaps);
+          }
+        }
+        for (rd_kafka_message_t* m : batch) {
+          if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) handle_event(m);
+          rd_kafka_message_destroy(m);
+        }
+        batch.clear();
+        for (const Gap& g : gaps) check_gap(g);
+        gaps.clear();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        drain_pending_locked();
+      }
+      update_pause_state();
+      const double now = clock.now();
+      if (now >= next_commit) {
+        commit_async();
+        next_commit = now + config.commit_interval_seconds;
+      }
+      runtime_checks();
+    }
+    shutdown_drain();
+  }
+
+  void poll_batch(int timeout_ms, std::size_t limit, std::vector<rd_kafka_message_t*>& batch) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, timeout_ms);
+    while (m != nullptr) {
+      batch.push_back(m);
+      if (batch.size() >= limit) break;
+      m = rd_kafka_consumer_poll(rk, 0);
+    }
+  }
+
+  // After stop(): stop fetching, let consumed messages finish until the deadline, give up the
+  // rest, commit what is done.
+  void shutdown_drain() {
+    update_pause_state();  // stop_requested: pauses everything
+    while (steady_now() < stop_deadline) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        drain_pending_locked();
+        if (unfinished == 0) break;
+      }
+      // Keep serving librdkafka (rebalances, commit results); drop late messages undispatched.
+      if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 10)) {
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) handle_event(m);
+        rd_kafka_message_destroy(m);
+      }
+    }
+    std::vector<std::shared_ptr<PartitionState>> parts;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      closed = true;
+      int64_t given_up = 0, left = unfinished;
+      for (auto& [key, part] : partitions) given_up += give_up_locked(*part);
+      for (auto& w : pending) drop_locked(*w);  // (only partitions we no longer own)
+      pending.clear();
+      if (left > 0) {
+        spdlog::warn(
+            "kafka: stop: {} consumed messages did not finish in time ({} dropped before reaching "
+            "a worker); they were not committed and will be delivered again",
+            left, given_up);
+      }
+      parts = assigned_locked();
+    }
+    commit_sync(parts);
+  }
+};
+
+// -----------------------------------------------------------------------------------------------
+// Config
+
+KafkaSourceConfig KafkaSourceConfig::from_json(const nlohmann::json& j, const std::string& path) {
+  KafkaSourceConfig c;
+  JsonObjectReader r(j, path);
+  r.read("bootstrap_servers", c.bootstrap_servers);
+  if (const nlohmann::json* topics = r.raw("topics")) {
+    const std::string tp = r.path_of("topics");
+    if (!topics->is_array() || topics->empty()) {
+      throw ConfigError(tp, "must be a non-empty array of topic names");
+    }
+    c.topics.clear();
+    for (std::size_t i = 0; i < topics->size(); ++i) {
+      const nlohmann::json& t = (*topics)[i];
+      if (!t.is_string() || t.get<std::string>().empty()) {
+        throw ConfigError(tp + "[" + std::to_string(i) + "]", "must be a non-empty string");
+      }
+      c.topics.push_back(t.get<std::string>());
+    }
+  }
+  r.read("group_id", c.group_id);
+  if (c.group_id.empty()) throw ConfigError(r.path_of("group_id"), "must not be empty");
+  if (const nlohmann::json* props = r.raw("properties")) {
+    const std::string pp = r.path_of("properties");
+    if (!props->is_object()) throw ConfigError(pp, "must be an object of librdkafka properties");
+    for (auto it = props->begin(); it != props->end(); ++it) {
+      const nlohmann::json& v = it.value();
+      std::string text;
+      if (v.is_string()) {
+        text = v.get<std::string>();
+      } else if (v.is_boolean()) {
+        text = v.get<bool>() ? "true" : "false";
+      } else if (v.is_number_integer()) {
+        text = v.dump();
+      } else if (v.is_number_float()) {
+        const double d = v.get<double>();
+        text = d == std::floor(d) && std::fabs(d) < 1e15 ? std::to_string(static_cast<int64_t>(d))
+                                                         : v.dump();
+      } else {
+        throw ConfigError(pp + "." + it.key(), "must be a string, number or boolean");
+      }
+      c.properties[it.key()] = text;
+    }
+  }
+  r.read_enum("ordering", c.ordering, {"key", "partition", "unordered"});
+  r.read("commit_interval_seconds", c.commit_interval_seconds, 0.001, 86400.0);
+  r.read("revoke_timeout_seconds", c.revoke_timeout_seconds, 0.0, 3600.0);
+  r.read("max_unfinished", c.max_unfinished, int64_t{0});
+  r.finish();
+  return c;
+}
+
+nlohmann::json KafkaSourceConfig::to_json() const {
+  nlohmann::json props = nlohmann::json::object();
+  for (const auto& [k, v] : properties) props[k] = v;
+  return nlohmann::json{{"bootstrap_servers", bootstrap_servers},
+                        {"topics", topics},
+                        {"group_id", group_id},
+                        {"properties", props},
+                        {"ordering", ordering},
+                        {"commit_interval_seconds", commit_interval_seconds},
+                        {"revoke_timeout_seconds", revoke_timeout_seconds},
+                        {"max_unfinished", max_unfinished}};
+}
+
+// -----------------------------------------------------------------------------------------------
+// KafkaSource
+
+namespace {
+
+void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  // syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug.
+  if (level <= 3) {
+    spdlog::error("rdkafka [{}] {}", fac, buf);
+  } else if (level == 4) {
+    spdlog::warn("rdkafka [{}] {}", fac, buf);
+  } else if (level <= 6) {
+    spdlog::info("rdkafka [{}] {}", fac, buf);
+  } else {
+    spdlog::debug("rdkafka [{}] {}", fac, buf);
+  }
+}
+
+void conf_set(rd_kafka_conf_t* conf, const std::string& name, const std::string& value,
+              const std::string& path) {
+  char err[512];
+  if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+    throw ConfigError(path, err);
+  }
+}
+
+std::string conf_get(rd_kafka_conf_t* conf, const char* name) {
+  char buf[512];
+  size_t size = sizeof(buf);
+  if (rd_kafka_conf_get(conf, name, buf, &size) != RD_KAFKA_CONF_OK) return "";
+  return buf;
+}
+
+int64_t conf_get_int(rd_kafka_conf_t* conf, const char* name, int64_t fallback) {
+  const std::string s = conf_get(conf, name);
+  try {
+    return s.empty() ? fallback : std::stoll(s);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+KafkaSource::KafkaSource(KafkaSourceConfig config, WorkerPool& pool, MessageHandler handler,
+                         const Clock& clock) {
+  if (!handler) throw std::invalid_argument("KafkaSource: handler must not be empty");
+  if (config.topics.empty()) throw ConfigError("kafka.topics", "must not be empty");
+  if (!(config.commit_interval_seconds > 0)) {
+    throw ConfigError("kafka.commit_interval_seconds", "must be > 0");
+  }
+  if (!(config.revoke_timeout_seconds >= 0)) {
+    throw ConfigError("kafka.revoke_timeout_seconds", "must be >= 0");
+  }
+  if (config.max_unfinished < 0) throw ConfigError("kafka.max_unfinished", "must be >= 0");
+  core_ = std::make_shared<Core>(std::move(config), pool, std::move(handler), clock);
+  Core& c = *core_;
+  const KafkaSourceConfig& cfg = c.config;
+
+  c.conf = rd_kafka_conf_new();
+  if (!cfg.bootstrap_servers.empty()) {
+    conf_set(c.conf, "bootstrap.servers", cfg.bootstrap_servers, "kafka.bootstrap_servers");
+  }
+  conf_set(c.conf, "group.id", cfg.group_id, "kafka.group_id");
+  conf_set(c.conf, "client.id", "lagpilot", "kafka.properties.client.id");
+  conf_set(c.conf, "auto.offset.reset", "earliest", "kafka.properties.auto.offset.reset");
+  for (const auto& [name, value] : cfg.properties) {
+    conf_set(c.conf, name, value, "kafka.properties." + name);
+  }
+  auto user_auto_commit = cfg.properties.find("enable.auto.commit");
+  if (user_auto_commit != cfg.properties.end() && user_auto_commit->second != "false") {
+    spdlog::warn(
+        "kafka.properties.enable.auto.commit=true ignored: lagpilot commits explicit "
+        "offsets of finished messages (at-least-once)");
+  }
+  conf_set(c.conf, "enable.auto.commit", "false", "kafka.properties.enable.auto.commit");
+  if (conf_get(c.conf, "bootstrap.servers").empty()) {
+    throw ConfigError("kafka.bootstrap_servers", "must be set (or properties.bootstrap.servers)");
+  }
+
+  c.fetch_max_bytes = conf_get_int(c.conf, "fetch.max.bytes", c.fetch_max_bytes);
+  c.max_partition_fetch_bytes =
+      conf_get_int(c.conf, "max.partition.fetch.bytes", c.max_partition_fetch_bytes);
+  c.max_poll_interval_seconds =
+      static_cast<double>(conf_get_int(c.conf, "max.poll.interval.ms", 300000)) / 1000.0;
+  if (c.fetch_max_bytes > kFetchMaxBytesWarnAbove) {
+    spdlog::warn(
+        "kafka: fetch.max.bytes is {} (above 50 MB): one fetch may hold more than the "
+        "pool can queue, and pausing discards prefetched data",
+        c.fetch_max_bytes);
+  }
+  if (cfg.revoke_timeout_seconds >= c.max_poll_interval_seconds) {
+    spdlog::warn(
+        "kafka: revoke_timeout_seconds ({}) is not below max.poll.interval.ms ({} ms): a "
+        "slow revocation could get this consumer kicked out of the group",
+        cfg.revoke_timeout_seconds, c.max_poll_interval_seconds * 1000);
+  }
+  const auto capacity = static_cast<int64_t>(pool.queue_capacity());
+  c.max_unfinished =
+      cfg.max_unfinished > 0 ? cfg.max_unfinished : std::max<int64_t>(2 * capacity, 2);
+  c.resume_unfinished = c.max_unfinished / 5;
+
+  rd_kafka_conf_set_opaque(c.conf, &c);
+  rd_kafka_conf_set_log_cb(c.conf, &log_cb);
+  rd_kafka_conf_set_rebalance_cb(c.conf, &Core::rebalance_cb);
+  rd_kafka_conf_set_offset_commit_cb(c.conf, &Core::commit_cb);
+}
+
+KafkaSource::~KafkaSource() {
+  if (started_ && !stopped_) stop(core_->config.revoke_timeout_seconds);
+}
+
+void KafkaSource::start() {
+  if (started_) throw std::logic_error("KafkaSource::start called twice");
+  Core& c = *core_;
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c.conf, err, sizeof(err));
+  if (rk == nullptr) throw std::runtime_error(std::string("kafka: creating the consumer: ") + err);
+  c.conf = nullptr;  // owned by rk now
+  c.rk = rk;
+  rd_kafka_poll_set_consumer(rk);
+
+  rd_kafka_topic_partition_list_t* topics =
+      rd_kafka_topic_partition_list_new(static_cast<int>(c.config.topics.size()));
+  for (const auto& t : c.config.topics) {
+    rd_kafka_topic_partition_list_add(topics, t.c_str(), RD_KAFKA_PARTITION_UA);
+  }
+  const rd_kafka_resp_err_t serr = rd_kafka_subscribe(rk, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (serr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rd_kafka_destroy(rk);
+    c.rk = nullptr;
+    throw std::runtime_error(std::string("kafka: subscribing: ") + rd_kafka_err2str(serr));
+  }
+  started_ = true;
+  std::string names;
+  for (const auto& t : c.config.topics) names += (names.empty() ? "" : ",") + t;
+  spdlog::info("kafka: consumer group {} subscribed to {} (ordering {})", c.config.group_id, names,
+               c.config.ordering);
+  auto core = core_;
+  poll_thread_ = std::thread([core] { core->poll_loop(); });
+}
+
+SourceStats KafkaSource::stats(bool refresh_watermarks) {
+  Core& c = *core_;
+  std::vector<std::shared_ptr<PartitionState>> parts;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    parts = c.assigned_locked();
+  }
+  std::vector<std::pair<int64_t, int64_t>> marks(parts.size(), {-1, -1});
+  if (c.rk != nullptr && !stopped_) {
+    const SteadyTime deadline = steady_after(kRefreshBudgetSeconds);
+    bool query = refresh_watermarks;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      int64_t lo = -1, hi = -1;
+      rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+      if (query) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now()).count();
+        if (left > 0) {
+          err = rd_kafka_query_watermark_offsets(
+              c.rk, parts[i]->topic.c_str(), parts[i]->partition, &lo, &hi,
+              static_cast<int>(std::min<int64_t>(left, kRefreshQueryMaxMs)));
+        }
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) query = false;  // cached values for the rest
+      }
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_get_watermark_offsets(c.rk, parts[i]->topic.c_str(), parts[i]->partition, &lo,
+                                       &hi);
+      }
+      marks[i] = {lo, hi};
+    }
+  }
+
+  SourceStats s;
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    PartitionState& p = *parts[i];
+    if (p.detached) continue;
+    if (marks[i].first >= 0) p.low = marks[i].first;
+    if (marks[i].second >= 0) p.high = marks[i].second;
+    PartitionStatus st;
+    st.topic = p.topic;
+    st.partition = p.partition;
+    st.low_watermark = p.low;
+    st.committed = p.committed;
+    st.done_offset = p.tracker.committable();
+    // Messages seen prove the high watermark is at least one past them.
+    st.high_watermark = std::max(p.high, p.tracker.next_offset());
+    int64_t position = st.done_offset >= 0 ? st.done_offset : p.committed;
+    if (position >= 0 && p.low >= 0 && position < p.low) {
+      if (!p.expiry_warned) {
+        p.expiry_warned = true;
+        spdlog::warn(
+            "kafka {}: position {} is below the log start offset {}: {} records expired "
+            "before they were consumed (counted when fetching reaches them)",
+            partition_name(p.topic, p.partition), position, p.low, p.low - position);
+      }
+    } else {
+      p.expiry_warned = false;
+    }
+    if (position < 0 || (p.low >= 0 && position < p.low)) position = std::max<int64_t>(p.low, 0);
+    st.lag = st.high_watermark >= 0 ? std::max<int64_t>(0, st.high_watermark - position) : 0;
+    st.paused = p.paused;
+    s.total_lag += st.lag;
+    s.high_watermark_sum += std::max<int64_t>(0, st.high_watermark);
+    s.partitions.push_back(std::move(st));
+  }
+  s.consumed = c.consumed;
+  s.processed = c.processed;
+  s.failed = c.failed;
+  s.lost_to_retention = c.lost_to_retention;
+  s.commits = c.commits;
+  s.commit_failures = c.commit_failures;
+  s.dropped = c.dropped;
+  s.duplicates_skipped = c.duplicates;
+  s.pauses = c.pauses;
+  s.resumes = c.resumes;
+  s.unfinished = c.unfinished;
+  s.max_unfinished_seen = c.max_unfinished_seen;
+  s.pending = static_cast<int64_t>(c.pending.size());
+  s.max_pending_seen = c.max_pending_seen;
+  s.record_age_p99_seconds = c.ages.quantile(0.99);
+  c.ages.clear();
+  s.max_handler_seconds = c.max_handler_seconds;
+  s.paused = c.paused_now;
+  s.assigned_partitions = static_cast<int>(s.partitions.size());
+  return s;
+}
+
+void KafkaSource::pause_consumption() {
+  core_->operator_paused.store(true);
+}
+void KafkaSource::resume_consumption() {
+  core_->operator_paused.store(false);
+}
+
+bool KafkaSource::joined() const {
+  return core_->assigned.load() > 0;
+}
+
+void KafkaSource::stop(double timeout_seconds) {
+  if (!started_ || stopped_) {
+    stopped_ = true;
+    return;
+  }
+  stopped_ = true;
+  Core& c = *core_;
+  c.stop_deadline = steady_after(std::isfinite(timeout_seconds) ? timeout_seconds : 1e6);
+  c.stop_requested.store(true, std::memory_order_release);
+  if (poll_thread_.joinable()) poll_thread_.join();
+  // Leaves the group: the revoke callback runs here (nothing left to wait for; commits are
+  // already done, so it commits nothing new).
+  const rd_kafka_resp_err_t err = rd_kafka_consumer_close(c.rk);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    spdlog::warn("kafka: closing the consumer: {}", rd_kafka_err2str(err));
+  }
+  rd_kafka_t* rk = c.rk;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.rk = nullptr;
+  }
+  rd_kafka_destroy(rk);
+  std::lock_guard<std::mutex> lock(c.mu);
+  spdlog::info(
+      "kafka: consumer closed: consumed {}, processed {}, failed {}, lost to retention "
+      "{}, commits {} ({} failed)",
+      c.consumed, c.processed, c.failed, c.lost_to_retention, c.commits, c.commit_failures);
+}
+
+}  // namespace lagpilot

@@ -1,0 +1,35 @@
+#pragma once
+// The `static` policy: a fixed pool size.
+//
+// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "policies/policy.h"
+
+namespace lagpilot {
+
+struct StaticParams {
+  int workers = 8;  // the pool size to hold, clamped to [obs.min_workers, obs.max_workers]
+
+  // Reads {"workers": N}; throws ConfigError naming `path`.workers when out of range.
+  static StaticParams from_json(const nlohmann::json& j, const std::string& path);
+  nlohmann::json to_json() const;
+};
+
+// Algorithm: always proposes `workers` (default 8), clamped to the bounds in force. A baseline
+// for comparisons ("what does a fixed pool of N cost and how much lag does it leave?").
+class StaticPolicy : public Policy {
+ public:
+  explicit StaticPolicy(StaticParams params = {});
+
+  std::string name() const override { return "static"; }
+  Proposal decide(const Observation& obs) override;
+  nlohmann::json params() const override { return params_.to_json(); }
+
+ private:
+  StaticParams params_;
+};
+
+}  // namespace lagpilot

@@ -1,0 +1,475 @@
+#include "sim/consumer_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "policies/config_reader.h"
+
+namespace lagpilot::sim {
+namespace {
+
+constexpr int kLognormal = 0;
+constexpr int kExponential = 1;
+constexpr int kDeterministic = 2;
+
+int distribution_code(const std::string& name) {
+  if (name == "lognormal") return kLognormal;
+  if (name == "exponential") return kExponential;
+  if (name == "deterministic") return kDeterministic;
+  throw std::invalid_argument("unknown service distribution '" + name + "'");
+}
+
+// Inverse of the standard normal CDF (Acklam's rational approximation, relative error < 1.2e-9).
+double normal_quantile(double p) {
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                 -2.759285104469687e+02, 1.383577518672690e+02,
+                                 -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                 -1.556989798598866e+02, 6.680131188771972e+01,
+                                 -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                 -2.400758277161838e+00, -2.549732539343734e+00,
+                                 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                 2.445134137142996e+00, 3.754408661907416e+00};
+  constexpr double low = 0.02425;
+  if (p <= 0.0) return -INFINITY;
+  if (p >= 1.0) return INFINITY;
+  if (p < low) {
+    const double q = std::sqrt(-2.0 * std::log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  }
+  if (p > 1.0 - low) {
+    const double q = std::sqrt(-2.0 * std::log(1.0 - p));
+    return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  }
+  const double q = p - 0.5;
+  const double r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ConsumerModelConfig
+
+ConsumerModelConfig ConsumerModelConfig::from_json(const nlohmann::json& j,
+                                                   const std::string& path) {
+  ConsumerModelConfig c;
+  JsonObjectReader r(j, path);
+  r.read("service_mean_seconds", c.service_mean_seconds, 1e-9, 86400.0);
+  const bool cv_given = r.has("service_cv");
+  r.read("service_cv", c.service_cv, 0.0, 100.0);
+  r.read_enum("service_distribution", c.service_distribution,
+              {"lognormal", "exponential", "deterministic"});
+  if (c.service_distribution == "exponential") {
+    if (cv_given && c.service_cv != 1.0) {
+      throw ConfigError(r.path_of("service_cv"),
+                        "exponential service times have CV 1, got " + std::to_string(c.service_cv) +
+                            " (use \"lognormal\" for another CV)");
+    }
+    c.service_cv = 1.0;
+  } else if (c.service_distribution == "deterministic") {
+    if (cv_given && c.service_cv != 0.0) {
+      throw ConfigError(r.path_of("service_cv"),
+                        "deterministic service times have CV 0, got " +
+                            std::to_string(c.service_cv));
+    }
+    c.service_cv = 0.0;
+  }
+  r.read("usl_sigma", c.usl_sigma, 0.0, 1.0);
+  r.read("usl_kappa", c.usl_kappa, 0.0, 1.0);
+  r.read("downstream_capacity", c.downstream_capacity, 0.0);
+  r.read("warmup_seconds", c.warmup_seconds, 0.0, 86400.0);
+  r.finish();
+  return c;
+}
+
+nlohmann::json ConsumerModelConfig::to_json() const {
+  return nlohmann::json{{"service_mean_seconds", service_mean_seconds},
+                        {"service_cv", service_cv},
+                        {"service_distribution", service_distribution},
+                        {"usl_sigma", usl_sigma},
+                        {"usl_kappa", usl_kappa},
+                        {"downstream_capacity", downstream_capacity},
+                        {"warmup_seconds", warmup_seconds}};
+}
+
+double ConsumerModelConfig::usl_factor(int busy) const {
+  const double n = std::max(1, busy);
+  return 1.0 + usl_sigma * (n - 1.0) + usl_kappa * n * (n - 1.0);
+}
+
+double ConsumerModelConfig::stretch(int busy) const {
+  const double usl = usl_factor(busy);
+  if (downstream_capacity <= 0.0) return usl;
+  const double offered = std::max(1, busy) / (service_mean_seconds * usl);
+  return usl * std::max(1.0, offered / downstream_capacity);
+}
+
+double ConsumerModelConfig::capacity(int workers) const {
+  if (workers <= 0) return 0.0;
+  const double x = workers / (service_mean_seconds * usl_factor(workers));
+  return downstream_capacity > 0.0 ? std::min(x, downstream_capacity) : x;
+}
+
+double ConsumerModelConfig::service_quantile(double q) const {
+  switch (distribution_code(service_distribution)) {
+    case kExponential:
+      return -service_mean_seconds * std::log1p(-q);
+    case kDeterministic:
+      return service_mean_seconds;
+    default: {
+      const double s2 = std::log1p(service_cv * service_cv);
+      return std::exp(std::log(service_mean_seconds) - 0.5 * s2 + std::sqrt(s2) * normal_quantile(q));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConsumerModel::ChunkQueue
+
+void ConsumerModel::ChunkQueue::push(const ArrivalChunk& c) {
+  if (size_ == buffer_.size()) {
+    std::vector<ArrivalChunk> bigger(buffer_.size() * 2);
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = buffer_[(head_ + i) & (buffer_.size() - 1)];
+    buffer_.swap(bigger);
+    head_ = 0;
+  }
+  buffer_[(head_ + size_) & (buffer_.size() - 1)] = c;
+  ++size_;
+}
+
+ArrivalChunk ConsumerModel::ChunkQueue::pop() {
+  const ArrivalChunk c = buffer_[head_];
+  head_ = (head_ + 1) & (buffer_.size() - 1);
+  --size_;
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConsumerModel
+
+ConsumerModel::ConsumerModel(const ConsumerModelConfig& config, int initial_workers,
+                             uint64_t service_seed, bool batch_fidelity)
+    : config_(config), batch_fidelity_(batch_fidelity), rng_(service_seed) {
+  if (!(config_.service_mean_seconds > 0.0)) {
+    throw std::invalid_argument("service_mean_seconds must be > 0");
+  }
+  distribution_ = distribution_code(config_.service_distribution);
+  const double cv = distribution_ == kExponential     ? 1.0
+                    : distribution_ == kDeterministic ? 0.0
+                                                      : config_.service_cv;
+  log_sigma_ = std::sqrt(std::log1p(cv * cv));
+  log_mu_ = std::log(config_.service_mean_seconds) - 0.5 * log_sigma_ * log_sigma_;
+  gamma_shape_per_message_ = cv > 0.0 ? 1.0 / (cv * cv) : 0.0;
+  gamma_scale_ = config_.service_mean_seconds * cv * cv;
+  base_p50_ = config_.service_quantile(0.5);
+  base_p99_ = config_.service_quantile(0.99);
+  stretch_table_.push_back(1.0);  // index 0 unused
+  for (int i = 0; i < initial_workers; ++i) {  // productive at once: no warm-up
+    ++pool_size_;
+    become_productive(new_worker_slot(), 0.0);
+  }
+}
+
+double ConsumerModel::stretch_of(int busy) {
+  if (busy >= static_cast<int>(stretch_table_.size())) {
+    for (int n = static_cast<int>(stretch_table_.size()); n <= busy; ++n) {
+      stretch_table_.push_back(config_.stretch(n));
+    }
+    stretch_weight_.resize(stretch_table_.size(), 0.0);
+  }
+  return stretch_table_[busy];
+}
+
+double ConsumerModel::draw_work(int64_t count) {
+  if (count == 1) {
+    switch (distribution_) {
+      case kExponential:
+        return config_.service_mean_seconds * rng_.exponential();
+      case kDeterministic:
+        return config_.service_mean_seconds;
+      default:
+        return std::exp(log_mu_ + log_sigma_ * rng_.normal());
+    }
+  }
+  const double n = static_cast<double>(count);
+  if (distribution_ == kDeterministic || gamma_shape_per_message_ == 0.0) {
+    return n * config_.service_mean_seconds;
+  }
+  // Sum of n service times: Gamma with mean n * mean and variance n * (cv * mean)^2.
+  return rng_.gamma(n * gamma_shape_per_message_) * gamma_scale_;
+}
+
+int ConsumerModel::new_worker_slot() {
+  if (!free_slots_.empty()) {
+    const int w = free_slots_.back();
+    free_slots_.pop_back();
+    return w;
+  }
+  workers_.emplace_back();
+  return static_cast<int>(workers_.size()) - 1;
+}
+
+void ConsumerModel::free_worker(int w) {
+  Worker& k = workers_[w];
+  k.state = WorkerState::kFree;
+  k.retiring = false;
+  ++k.generation;
+  free_slots_.push_back(w);
+}
+
+void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
+  integrate_busy(now);
+  ++busy_;
+  const double s = stretch_of(busy_);
+  const double work = draw_work(chunk.count) * s;
+  double end = now + work;
+  double rate = 1.0;
+  if (chunk.count > 1) {
+    // A batch cannot finish before its last message has arrived (and been served).
+    const double earliest = chunk.last_arrival + work / static_cast<double>(chunk.count);
+    if (earliest > end) {
+      end = earliest;
+      rate = work / (end - now);
+    }
+  }
+  Worker& k = workers_[w];
+  k.state = WorkerState::kBusy;
+  k.start = now;
+  k.end = end;
+  k.work = work;
+  k.busy_rate = rate;
+  k.busy_at_start = busy_;
+  k.chunk = chunk;
+  busy_rate_sum_ += rate;
+  events_.schedule(end, EventPayload{static_cast<uint32_t>(w), k.generation});
+}
+
+void ConsumerModel::become_productive(int w, double now) {
+  if (!queue_.empty()) {
+    const ArrivalChunk c = queue_.pop();
+    queued_messages_ -= c.count;
+    start(w, now, c);
+  } else {
+    workers_[w].state = WorkerState::kIdle;
+    idle_.push_back(w);
+  }
+}
+
+void ConsumerModel::complete(int w, double now) {
+  integrate_busy(now);
+  Worker& k = workers_[w];
+  busy_rate_sum_ -= k.busy_rate;
+  if (--busy_ == 0) busy_rate_sum_ = 0.0;  // no drift from adding and removing fractions
+  const int64_t count = k.chunk.count;
+  completed_ += count;
+  window_completed_ += count;
+  total_service_ += k.work;
+  const double a0 = k.chunk.first_arrival;
+  if (!batch_fidelity_) {
+    total_wait_ += k.start - a0;
+    latency_.add(k.work);
+    record_age_.add(now - a0);
+  } else {
+    const double n = static_cast<double>(count);
+    const double a1 = k.chunk.last_arrival;
+    const double span = k.end - k.start;
+    // Messages start evenly over [start, end - work/n] and arrive evenly over [a0, a1].
+    const double mean_start = k.start + 0.5 * (span - k.work / n);
+    total_wait_ += n * std::max(0.0, mean_start - 0.5 * (a0 + a1));
+    stretch_weight_[k.busy_at_start] += n;
+    stretch_lo_ = std::min(stretch_lo_, k.busy_at_start);
+    stretch_hi_ = std::max(stretch_hi_, k.busy_at_start);
+    if (count == 1) {
+      record_age_.add(now - a0);
+    } else {
+      // Message j (0-based) arrives at a0 + (a1 - a0)(j + 0.5)/n and completes at
+      // start + span (j + 1)/n: ages are linear in j; add four evenly spaced ones.
+      for (int i = 0; i < 4; ++i) {
+        const double j = n * (i + 0.5) / 4.0 - 0.5;
+        const double age = k.start - a0 + (span * (j + 1.0) - (a1 - a0) * (j + 0.5)) / n;
+        record_age_.add(std::max(age, 0.0), n / 4.0);
+      }
+    }
+  }
+  if (k.retiring) {
+    free_worker(w);
+  } else if (!queue_.empty()) {
+    const ArrivalChunk c = queue_.pop();
+    queued_messages_ -= c.count;
+    start(w, now, c);
+  } else {
+    k.state = WorkerState::kIdle;
+    idle_.push_back(w);
+  }
+}
+
+void ConsumerModel::run_next_event() {
+  const auto e = events_.pop();
+  const int w = static_cast<int>(e.payload.worker);
+  Worker& k = workers_[w];
+  if (k.generation != e.payload.generation) return;  // the worker was removed meanwhile
+  if (k.state == WorkerState::kBusy) {
+    complete(w, e.time);
+  } else if (k.state == WorkerState::kWarming) {
+    become_productive(w, e.time);
+  }
+}
+
+void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
+  arrived_ += chunk.count;
+  if (!idle_.empty()) {
+    const int w = idle_.back();
+    idle_.pop_back();
+    start(w, now, chunk);
+  } else {
+    queue_.push(chunk);
+    queued_messages_ += chunk.count;
+  }
+}
+
+void ConsumerModel::resize(double now, int workers) {
+  const int target = std::max(0, workers);
+  if (target > pool_size_) {
+    int missing = target - pool_size_;
+    // Workers about to retire stay instead: they are productive now.
+    for (std::size_t w = 0; w < workers_.size() && missing > 0; ++w) {
+      if (workers_[w].state == WorkerState::kBusy && workers_[w].retiring) {
+        workers_[w].retiring = false;
+        ++pool_size_;
+        --missing;
+      }
+    }
+    for (; missing > 0; --missing) {
+      const int w = new_worker_slot();
+      ++pool_size_;
+      Worker& k = workers_[w];
+      k.retiring = false;
+      if (config_.warmup_seconds > 0.0) {
+        k.state = WorkerState::kWarming;
+        k.ready_at = now + config_.warmup_seconds;
+        events_.schedule(k.ready_at, EventPayload{static_cast<uint32_t>(w), k.generation});
+      } else {
+        become_productive(w, now);
+      }
+    }
+  } else if (target < pool_size_) {
+    int extra = pool_size_ - target;
+    // 1. Warming workers, the newest (latest ready) first: they have done nothing yet.
+    while (extra > 0) {
+      int newest = -1;
+      for (std::size_t w = 0; w < workers_.size(); ++w) {
+        if (workers_[w].state == WorkerState::kWarming &&
+            (newest < 0 || workers_[w].ready_at >= workers_[newest].ready_at)) {
+          newest = static_cast<int>(w);
+        }
+      }
+      if (newest < 0) break;
+      free_worker(newest);
+      --pool_size_;
+      --extra;
+    }
+    // 2. Idle workers.
+    while (extra > 0 && !idle_.empty()) {
+      free_worker(idle_.back());
+      idle_.pop_back();
+      --pool_size_;
+      --extra;
+    }
+    // 3. Busy workers retire after the message (batch) in hand.
+    for (int w = static_cast<int>(workers_.size()) - 1; w >= 0 && extra > 0; --w) {
+      if (workers_[w].state == WorkerState::kBusy && !workers_[w].retiring) {
+        workers_[w].retiring = true;
+        --pool_size_;
+        --extra;
+      }
+    }
+  }
+}
+
+int64_t ConsumerModel::progress(const Worker& k, double now) const {
+  if (now >= k.end) return k.chunk.count;
+  if (k.chunk.count == 1 || now <= k.start) return 0;
+  const double f = (now - k.start) / (k.end - k.start);
+  return std::min<int64_t>(k.chunk.count,
+                           static_cast<int64_t>(std::floor(f * static_cast<double>(k.chunk.count))));
+}
+
+int64_t ConsumerModel::in_system() const {
+  int64_t n = 0;
+  queue_.for_each([&n](const ArrivalChunk& c) { n += c.count; });
+  for (const Worker& k : workers_) {
+    if (k.state == WorkerState::kBusy) n += k.chunk.count;
+  }
+  return n;
+}
+
+ModelSample ConsumerModel::sample(double now) {
+  integrate_busy(now);
+  ModelSample s;
+  int64_t partial = 0;
+  int64_t waiting_in_batches = 0;
+  int productive = 0;
+  for (const Worker& k : workers_) {
+    if (k.state == WorkerState::kBusy) {
+      const int64_t p = progress(k, now);
+      partial += p;
+      waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
+      if (!k.retiring) ++productive;
+    } else if (k.state == WorkerState::kIdle) {
+      ++productive;
+    }
+  }
+  s.processed = completed_ + partial;
+  s.in_system = arrived_ - s.processed;
+  s.queue_depth = queued_messages_ + waiting_in_batches;
+  s.pool_size = pool_size_;
+  s.productive_workers = productive;
+  s.busy_now = busy_;
+  const double window = now - window_start_;
+  s.busy_mean = window > 0.0 ? (busy_area_ - window_busy_area_start_) / window : busy_rate_sum_;
+  s.window_completed = window_completed_;
+  double tail_shift = 0.0;
+  if (batch_fidelity_) {
+    double total = 0.0;
+    for (int n = stretch_lo_; n <= stretch_hi_; ++n) total += stretch_weight_[n];
+    if (total > 0.0) {
+      auto stretch_quantile = [&](double q) {
+        const double target = q * total;
+        double seen = 0.0;
+        for (int n = stretch_lo_; n <= stretch_hi_; ++n) {
+          seen += stretch_weight_[n];
+          if (seen >= target && stretch_weight_[n] > 0.0) return stretch_table_[n];
+        }
+        return stretch_table_[stretch_hi_];
+      };
+      const double median_stretch = stretch_quantile(0.5);
+      s.latency_p50 = base_p50_ * median_stretch;
+      s.latency_p99 = base_p99_ * stretch_quantile(0.99);
+      // Batch ages are spread from each batch's mean service time; add the service-time tail
+      // (p99 - mean) so that a light load shows p99(age) >= p99(service) as it must.
+      tail_shift = std::max(0.0, s.latency_p99 - config_.service_mean_seconds * median_stretch);
+    }
+    for (int n = stretch_lo_; n <= stretch_hi_; ++n) stretch_weight_[n] = 0.0;
+    stretch_lo_ = std::numeric_limits<int>::max();
+    stretch_hi_ = -1;
+  } else {
+    s.latency_p50 = latency_.quantile(0.5);
+    s.latency_p99 = latency_.quantile(0.99);
+    latency_.clear();
+  }
+  s.record_age_p99 = record_age_.empty() ? 0.0 : record_age_.quantile(0.99) + tail_shift;
+  record_age_.clear();
+  window_start_ = now;
+  window_busy_area_start_ = busy_area_;
+  window_completed_ = 0;
+  return s;
+}
+
+}  // namespace lagpilot::sim

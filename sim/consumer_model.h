@@ -1,0 +1,233 @@
+#pragma once
+// The simulated consumer: a pool of workers that take messages from one FIFO queue.
+//
+// Model (ConsumerModel):
+//   - Service time. Each message's service time is drawn from `service_distribution` (mean
+//     `service_mean_seconds`, coefficient of variation `service_cv`) and multiplied by
+//         stretch(n) = usl(n) * max(1, X_usl(n) / downstream_capacity),
+//         usl(n)     = 1 + sigma (n - 1) + kappa n (n - 1),   X_usl(n) = n / (mean * usl(n)),
+//     where n is the number of busy workers when the message starts (itself included). With n
+//     workers always busy the throughput is n / (mean * stretch(n)) = capacity(n): the Universal
+//     Scalability Law curve (contention sigma, coherency kappa), capped at the downstream
+//     capacity (past which service time grows with concurrency, so throughput stays flat).
+//   - Resize. A new worker is not productive until `warmup_seconds` after it was added.
+//     Shrinking removes warming workers first (newest first), then idle workers, then marks busy
+//     workers to retire after the message (or batch) in hand. Growing first cancels pending
+//     retirements (those workers are productive at once), then adds new workers.
+//   - Work units ("chunks"). The model serves chunks of `count` messages whose arrivals are
+//     spread evenly over [first_arrival, last_arrival]. In per-message fidelity every chunk is
+//     one message with first_arrival == last_arrival: the textbook multi-server queue. In batch
+//     fidelity a chunk is a batch: the worker that takes it at time s works on it for
+//         W = stretch(n) * (sum of `count` service times)   (drawn at once, see below)
+//     and finishes at e = s + max(W, (last_arrival - s) + W / count): it cannot finish before
+//     its last message arrived. Progress through a batch is counted linearly between s and e
+//     when the model is sampled, so the processed count (and the lag) at a tick stays within
+//     one message per busy worker of what per-message simulation would give, and a batch that
+//     trickles in at light load does not show up as a lag of the whole batch. The sum of
+//     `count` service times is a Gamma variate with the exact mean and variance (exact for
+//     exponential service; an approximation for lognormal), count * mean for deterministic.
+//
+// Measurements, reset at every sample (the "window"): completed messages and their service
+// times (latency), record ages (completion - arrival) and queueing delays; the busy-worker
+// time integral. In batch fidelity individual service times are not drawn, so the latency
+// percentiles are the service distribution's percentile times the percentile of the stretch
+// factor the window's messages saw (exact when the stretch did not change in the window);
+// record ages spread linearly over each batch (from its mean service time), and their p99 is
+// shifted up by the service-time tail (latency p99 - mean service time).
+//
+// Thread-safety: a ConsumerModel is a plain single-threaded object (one per simulation run).
+// ConsumerModelConfig is a plain value.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policies/event_queue.h"
+#include "sim/log_histogram.h"
+#include "sim/random.h"
+
+namespace lagpilot::sim {
+
+struct ConsumerModelConfig {
+  // Mean service time of one message on an idle consumer, seconds (> 0).
+  double service_mean_seconds = 0.01;
+  // Coefficient of variation (stddev / mean) of the service time. Lognormal: any value >= 0.
+  // Exponential has CV 1 and deterministic CV 0: setting another value for them is an error;
+  // leaving it out sets it to 1 or 0.
+  double service_cv = 1.0;
+  // "lognormal" (default), "exponential" or "deterministic".
+  std::string service_distribution = "lognormal";
+  // Universal Scalability Law contention (sigma) and coherency (kappa) coefficients, >= 0.
+  double usl_sigma = 0.02;
+  double usl_kappa = 0.0005;
+  // What sits downstream can take at most this many messages/s; 0 = unlimited.
+  double downstream_capacity = 0.0;
+  // Seconds after it is added before a new worker takes messages (>= 0).
+  double warmup_seconds = 5.0;
+
+  // Reads a "model" object. Unknown keys and out-of-range values throw ConfigError naming
+  // `path`.key.
+  static ConsumerModelConfig from_json(const nlohmann::json& j, const std::string& path = "model");
+  nlohmann::json to_json() const;
+
+  // 1 + sigma (n - 1) + kappa n (n - 1), for n >= 1 busy workers.
+  double usl_factor(int busy) const;
+  // Service-time multiplier with `busy` workers busy: usl_factor * downstream slowdown.
+  double stretch(int busy) const;
+  // Steady-state throughput (messages/s) of `workers` always-busy workers:
+  // min(N / (mean * usl_factor(N)), downstream_capacity if set). 0 for workers <= 0.
+  double capacity(int workers) const;
+  // The q-quantile (0 < q < 1) of one message's unstretched service time.
+  double service_quantile(double q) const;
+};
+
+// Messages handed to the model at once, arriving evenly over [first_arrival, last_arrival].
+struct ArrivalChunk {
+  double first_arrival = 0.0;
+  double last_arrival = 0.0;
+  int64_t count = 1;
+};
+
+// What ConsumerModel::sample() reports at a tick.
+struct ModelSample {
+  int64_t processed = 0;        // completed messages so far, counting progress inside batches
+  int64_t in_system = 0;        // arrived - processed: queued + in service (from the model's side)
+  int64_t queue_depth = 0;      // arrived, not started
+  int pool_size = 0;            // workers in the pool, warming ones included
+  int productive_workers = 0;   // workers past their warm-up (busy or idle), not retiring
+  int busy_now = 0;             // workers holding a message/batch now
+  double busy_mean = 0.0;       // mean busy workers over the window (work done / window length)
+  double latency_p50 = 0.0;     // service time of the window's completed messages, s (0: none)
+  double latency_p99 = 0.0;
+  double record_age_p99 = 0.0;  // completion - arrival, s
+  int64_t window_completed = 0; // messages completed in the window (whole batches only)
+};
+
+// Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
+// (completions, warm-ups) sit in an EventQueue ordered by (time, sequence); arrivals are pushed
+// in from outside by the caller in time order, interleaved with run_next_event() by comparing
+// times (so the heap only ever holds at most one event per worker).
+class ConsumerModel {
+ public:
+  // `batch_fidelity` selects how a chunk's service time is drawn (one draw per message when
+  // false: chunks must then hold one message each). Initial workers are productive at once.
+  ConsumerModel(const ConsumerModelConfig& config, int initial_workers, uint64_t service_seed,
+                bool batch_fidelity);
+
+  // Time of the model's next own event (completion or end of warm-up); +infinity if none.
+  double next_event_time() const {
+    return events_.empty() ? std::numeric_limits<double>::infinity() : events_.top().time;
+  }
+  // Runs the event at next_event_time(). Precondition: there is one.
+  void run_next_event();
+  // Messages arrive at `now` (== chunk.first_arrival); now >= every event already run.
+  void arrive(double now, const ArrivalChunk& chunk);
+  // Sets the pool size (>= 0) at `now`.
+  void resize(double now, int workers);
+  // Snapshot at `now` (no event of the model is pending before `now`), then starts a new window.
+  ModelSample sample(double now);
+
+  int pool_size() const { return pool_size_; }
+  int64_t arrived() const { return arrived_; }
+  int64_t completed() const { return completed_; }  // whole chunks completed, in messages
+  // Messages queued or in service, counted from the queue and the workers (not from the
+  // arrived/completed counters): the conservation check compares the two.
+  int64_t in_system() const;
+  // Sum over completed messages of (start of service - arrival), seconds.
+  double total_wait_seconds() const { return total_wait_; }
+  // Sum over completed messages of their service time (batches: the batch's work), seconds.
+  double total_service_seconds() const { return total_service_; }
+  const ConsumerModelConfig& config() const { return config_; }
+
+ private:
+  enum class WorkerState : uint8_t { kFree, kWarming, kIdle, kBusy };
+  struct Worker {
+    WorkerState state = WorkerState::kFree;
+    bool retiring = false;
+    uint32_t generation = 0;  // bumped when the slot is freed: stale events are ignored
+    int busy_at_start = 0;
+    double ready_at = 0.0;  // warming: when productive
+    double start = 0.0;     // busy: service start
+    double end = 0.0;       // busy: completion
+    double work = 0.0;      // busy: busy-seconds of work in the chunk
+    double busy_rate = 0.0; // work / (end - start): fraction of the worker actually busy
+    ArrivalChunk chunk;
+  };
+  struct EventPayload {
+    uint32_t worker;
+    uint32_t generation;
+  };
+
+  // A FIFO ring buffer of chunks (grows by doubling; never allocates in steady state).
+  class ChunkQueue {
+   public:
+    bool empty() const { return size_ == 0; }
+    std::size_t size() const { return size_; }
+    void push(const ArrivalChunk& c);
+    ArrivalChunk pop();
+    template <typename F>
+    void for_each(F&& f) const {
+      for (std::size_t i = 0; i < size_; ++i) f(buffer_[(head_ + i) & (buffer_.size() - 1)]);
+    }
+
+   private:
+    std::vector<ArrivalChunk> buffer_ = std::vector<ArrivalChunk>(1024);
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+  };
+
+  int new_worker_slot();
+  void free_worker(int w);
+  void start(int w, double now, const ArrivalChunk& chunk);
+  void complete(int w, double now);
+  void become_productive(int w, double now);
+  void integrate_busy(double now) {
+    busy_area_ += busy_rate_sum_ * (now - busy_since_);
+    busy_since_ = now;
+  }
+  double draw_work(int64_t count);
+  double stretch_of(int busy);
+  int64_t progress(const Worker& w, double now) const;
+
+  ConsumerModelConfig config_;
+  bool batch_fidelity_;
+  Rng rng_;
+  // Per-distribution constants.
+  int distribution_ = 0;  // 0 lognormal, 1 exponential, 2 deterministic
+  double log_mu_ = 0.0, log_sigma_ = 0.0;
+  double gamma_scale_ = 0.0, gamma_shape_per_message_ = 0.0;
+  double base_p50_ = 0.0, base_p99_ = 0.0;
+  std::vector<double> stretch_table_;
+
+  EventQueue<EventPayload> events_;
+  std::vector<Worker> workers_;
+  std::vector<int> free_slots_;
+  std::vector<int> idle_;  // productive idle workers (a stack: the last one idled goes first)
+  ChunkQueue queue_;
+  int64_t queued_messages_ = 0;
+  int pool_size_ = 0;  // warming + idle + busy non-retiring
+  int busy_ = 0;       // workers holding a chunk (retiring ones included)
+
+  int64_t arrived_ = 0;
+  int64_t completed_ = 0;
+  double total_wait_ = 0.0;
+  double total_service_ = 0.0;
+
+  // Window measurements.
+  double busy_rate_sum_ = 0.0;
+  double busy_area_ = 0.0;
+  double busy_since_ = 0.0;
+  double window_start_ = 0.0;
+  double window_busy_area_start_ = 0.0;
+  int64_t window_completed_ = 0;
+  LogHistogram latency_;                // per-message fidelity
+  LogHistogram record_age_;
+  std::vector<double> stretch_weight_;  // batch fidelity: messages completed per busy count
+  int stretch_lo_ = std::numeric_limits<int>::max();
+  int stretch_hi_ = -1;
+};
+
+}  // namespace lagpilot::sim

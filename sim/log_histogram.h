@@ -1,0 +1,90 @@
+#pragma once
+// A log-linear histogram of positive values (seconds) for per-window percentiles.
+//
+// Buckets split every power of two in [2^-24, 2^24) s (60 ns to 194 days) into 32 equal slices,
+// so a percentile is within 1.6 % of the true sample value; values below or above the range
+// land in the first or last bucket. The bucket index is read straight off the bits of the
+// double (exponent and the top five mantissa bits), so add() is a few instructions. The
+// histogram remembers the lowest and highest bucket in use, so clear() and quantile() touch only
+// that range. Weights are doubles so that a batch of messages can be added at once.
+//
+// Thread-safety: a plain value; not thread-safe.
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace lagpilot::sim {
+
+class LogHistogram {
+ public:
+  LogHistogram() : counts_(kBuckets, 0.0) {}
+
+  void add(double value, double weight = 1.0) {
+    const int i = index(value);
+    counts_[i] += weight;
+    total_ += weight;
+    lo_ = std::min(lo_, i);
+    hi_ = std::max(hi_, i);
+  }
+
+  double total() const { return total_; }
+  bool empty() const { return total_ <= 0.0; }
+
+  // The nearest-rank q-quantile (q in [0, 1]), as the bucket's midpoint; 0 when empty.
+  double quantile(double q) const {
+    if (total_ <= 0.0) return 0.0;
+    if (q >= 0.5) {  // walk down from the top: short for the high percentiles
+      const double above = (1.0 - q) * total_;
+      double seen = 0.0;
+      for (int i = hi_; i > lo_; --i) {
+        seen += counts_[i];
+        if (seen > above) return midpoint(i);
+      }
+      return midpoint(lo_);
+    }
+    const double target = q * total_;
+    double seen = 0.0;
+    for (int i = lo_; i < hi_; ++i) {
+      seen += counts_[i];
+      if (seen >= target && seen > 0.0) return midpoint(i);
+    }
+    return midpoint(hi_);
+  }
+
+  void clear() {
+    if (hi_ >= lo_) std::fill(counts_.begin() + lo_, counts_.begin() + hi_ + 1, 0.0);
+    lo_ = kBuckets;
+    hi_ = -1;
+    total_ = 0.0;
+  }
+
+ private:
+  static constexpr int kSubBits = 5;
+  static constexpr int kMinExp = -24;
+  static constexpr int kMaxExp = 24;
+  static constexpr int kBuckets = (kMaxExp - kMinExp) << kSubBits;
+
+  static int index(double value) {
+    if (!(value >= 0x1.0p-24)) return 0;  // also NaN and negatives
+    if (value >= 0x1.0p24) return kBuckets - 1;
+    const uint64_t bits = std::bit_cast<uint64_t>(value);
+    const int exponent = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
+    const int sub = static_cast<int>((bits >> (52 - kSubBits)) & ((1u << kSubBits) - 1));
+    return ((exponent - kMinExp) << kSubBits) | sub;
+  }
+  static double midpoint(int i) {
+    const int exponent = (i >> kSubBits) + kMinExp;
+    const int sub = i & ((1 << kSubBits) - 1);
+    return std::ldexp(1.0 + (sub + 0.5) / (1 << kSubBits), exponent);
+  }
+
+  std::vector<double> counts_;
+  double total_ = 0.0;
+  int lo_ = kBuckets;
+  int hi_ = -1;
+};
+
+}  // namespace lagpilot::sim

@@ -1,0 +1,211 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <stdexcept>
+
+namespace lagpilot::sim {
+namespace {
+
+// Rounds to 9 significant digits so that the written text is short and stable.
+double round9(double v) {
+  if (!std::isfinite(v) || v == 0.0) return v;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+
+// Rounds every float in a JSON value, recursively.
+nlohmann::json rounded(nlohmann::json j) {
+  if (j.is_number_float()) return round9(j.get<double>());
+  if (j.is_object() || j.is_array()) {
+    for (auto& v : j) v = rounded(std::move(v));
+  }
+  return j;
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Human-friendly number: integers as they are, others with a few significant digits.
+std::string human(double v) {
+  if (std::fabs(v) >= 1e7) return fmt("%.3e", v);
+  if (std::fabs(v) >= 100 || v == std::floor(v)) return fmt("%.0f", v);
+  return fmt("%.3g", v);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+TraceInfo TraceInfo::of(const Trace& trace) {
+  TraceInfo info;
+  info.source = trace.source;
+  info.bins = trace.rates.size();
+  info.bin_seconds = trace.bin_seconds;
+  info.duration_seconds = trace.duration();
+  info.mean_rate = trace.mean_rate();
+  info.peak_rate = trace.peak_rate();
+  info.total_messages = trace.total_messages();
+  return info;
+}
+
+std::string format_kpi_table(const std::vector<RunResult>& results) {
+  struct Column {
+    std::string name;
+    std::string unit;
+    std::function<std::string(const RunResult&)> value;
+  };
+  const std::vector<Column> columns = {
+      {"policy", "", [](const RunResult& r) { return r.label; }},
+      {"lag_integral", "msg*s", [](const RunResult& r) { return human(r.kpis.lag_integral); }},
+      {"max_lag", "msg", [](const RunResult& r) { return human(double(r.kpis.max_lag)); }},
+      {"p99_lag", "msg", [](const RunResult& r) { return human(double(r.kpis.p99_lag)); }},
+      {"above_slo", "s", [](const RunResult& r) { return human(r.kpis.seconds_above_slo); }},
+      {"worker_seconds", "worker*s",
+       [](const RunResult& r) { return human(r.kpis.worker_seconds); }},
+      {"mean_workers", "workers", [](const RunResult& r) { return fmt("%.2f", r.kpis.mean_workers); }},
+      {"max_workers", "workers", [](const RunResult& r) { return std::to_string(r.kpis.max_workers); }},
+      {"scale_actions", "count",
+       [](const RunResult& r) { return std::to_string(r.kpis.scale_actions); }},
+      {"reversals", "count", [](const RunResult& r) { return std::to_string(r.kpis.reversals); }},
+      {"mean_wait", "s", [](const RunResult& r) { return fmt("%.4g", r.kpis.mean_wait_seconds); }},
+      {"arrived", "msg", [](const RunResult& r) { return std::to_string(r.kpis.arrived); }},
+      {"processed", "msg", [](const RunResult& r) { return std::to_string(r.kpis.processed); }},
+      {"final_lag", "msg", [](const RunResult& r) { return std::to_string(r.kpis.final_lag); }},
+  };
+  std::vector<std::vector<std::string>> cells;
+  cells.push_back({});
+  cells.push_back({});
+  for (const Column& c : columns) {
+    cells[0].push_back(c.name);
+    cells[1].push_back(c.unit.empty() ? "" : "[" + c.unit + "]");
+  }
+  for (const RunResult& r : results) {
+    cells.push_back({});
+    for (const Column& c : columns) cells.back().push_back(c.value(r));
+  }
+  std::vector<std::size_t> width(columns.size(), 0);
+  for (const auto& row : cells) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const std::size_t pad = width[i] - row[i].size();
+      if (i == 0) {
+        line += row[i] + std::string(pad, ' ');  // names left-aligned
+      } else {
+        line += "  " + std::string(pad, ' ') + row[i];  // numbers right-aligned
+      }
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+nlohmann::json kpis_to_json(const Kpis& k) {
+  return rounded(nlohmann::json{{"lag_integral_msg_s", k.lag_integral},
+                                {"max_lag", k.max_lag},
+                                {"p99_lag", k.p99_lag},
+                                {"seconds_above_slo", k.seconds_above_slo},
+                                {"worker_seconds", k.worker_seconds},
+                                {"mean_workers", k.mean_workers},
+                                {"scale_actions", k.scale_actions},
+                                {"reversals", k.reversals},
+                                {"max_workers", k.max_workers},
+                                {"arrived", k.arrived},
+                                {"processed", k.processed},
+                                {"final_lag", k.final_lag},
+                                {"mean_wait_seconds", k.mean_wait_seconds},
+                                {"mean_service_seconds", k.mean_service_seconds},
+                                {"ticks", k.ticks},
+                                {"duration_seconds", k.duration_seconds}});
+}
+
+nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& config,
+                       const TraceInfo& trace) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const RunResult& r : results) {
+    nlohmann::json actions = nlohmann::json::array();
+    for (const Decision& d : r.decisions) {
+      actions.push_back(nlohmann::json{{"t", d.time},
+                                       {"from", d.previous_workers},
+                                       {"to", d.workers},
+                                       {"reason", describe(d)}});
+    }
+    runs.push_back(nlohmann::json{{"label", r.label},
+                                  {"policy", r.policy},
+                                  {"params", r.policy_params},
+                                  {"fidelity", r.fidelity},
+                                  {"kpis", kpis_to_json(r.kpis)},
+                                  {"scale_actions_recorded", std::move(actions)}});
+  }
+  nlohmann::json t{{"source", trace.source},
+                   {"bins", trace.bins},
+                   {"bin_seconds", trace.bin_seconds},
+                   {"duration_seconds", trace.duration_seconds},
+                   {"mean_rate", trace.mean_rate},
+                   {"peak_rate", trace.peak_rate},
+                   {"total_messages", trace.total_messages},
+                   {"notes", trace.notes}};
+  return rounded(
+      nlohmann::json{{"trace", std::move(t)}, {"sim", config.to_json()}, {"runs", std::move(runs)}});
+}
+
+void write_series_csv(std::ostream& out, const std::vector<RunResult>& results) {
+  if (results.empty()) throw std::invalid_argument("write_series_csv: no runs");
+  const std::size_t n = results[0].series.size();
+  for (const RunResult& r : results) {
+    if (r.series.size() != n) {
+      throw std::invalid_argument("write_series_csv: run '" + r.label + "' has " +
+                                  std::to_string(r.series.size()) + " series points, run '" +
+                                  results[0].label + "' has " + std::to_string(n) +
+                                  " (same trace and config, record_series on?)");
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (r.series[i].t != results[0].series[i].t) {
+        throw std::invalid_argument("write_series_csv: run '" + r.label +
+                                    "' has different series times");
+      }
+    }
+  }
+  out << "t,arrival_rate";
+  for (const RunResult& r : results) {
+    out << ',' << csv_field(r.label + "_lag") << ',' << csv_field(r.label + "_workers") << ','
+        << csv_field(r.label + "_latency_p99");
+  }
+  out << '\n';
+  for (std::size_t i = 0; i < n; ++i) {
+    out << csv_number(results[0].series[i].t) << ',' << csv_number(results[0].series[i].arrival_rate);
+    for (const RunResult& r : results) {
+      const SeriesPoint& p = r.series[i];
+      out << ',' << p.lag << ',' << p.workers << ',' << csv_number(p.latency_p99);
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace lagpilot::sim

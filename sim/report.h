@@ -1,0 +1,54 @@
+#pragma once
+// Reports of simulation runs: a text table for people, JSON for machines, CSV for plots.
+//
+// The JSON is deterministic: object keys are sorted (nlohmann::json) and every floating-point
+// number is rounded to 9 significant digits before it is written, so the same runs give
+// byte-identical output (a fixed seed gives the same runs).
+//
+// Thread-safety: pure functions.
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulation.h"
+#include "sim/trace.h"
+
+namespace lagpilot::sim {
+
+// What a report says about the trace that was replayed.
+struct TraceInfo {
+  std::string source;
+  std::size_t bins = 0;
+  double bin_seconds = 0.0;
+  double duration_seconds = 0.0;
+  double mean_rate = 0.0;       // messages/s
+  double peak_rate = 0.0;       // messages/s
+  double total_messages = 0.0;  // expected (sum of rate * bin width)
+  // Free-form extras written under "notes" (e.g. {"speedup": 60, "peak_rate": 1352}).
+  nlohmann::json notes = nlohmann::json::object();
+
+  static TraceInfo of(const Trace& trace);
+};
+
+// One row per run, one column per KPI (units in the header), aligned.
+std::string format_kpi_table(const std::vector<RunResult>& results);
+
+// The KPIs of one run as a JSON object (numbers rounded as described above).
+nlohmann::json kpis_to_json(const Kpis& kpis);
+
+// {"trace": {...}, "sim": SimConfig::to_json(), "runs": [{"label", "policy", "params",
+//  "fidelity", "kpis": {...}, "scale_actions_recorded": [{"t", "from", "to", "reason"}...]}]}
+// (no series: see write_series_csv).
+nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& config,
+                       const TraceInfo& trace);
+
+// CSV: t,arrival_rate, then <label>_lag,<label>_workers,<label>_latency_p99 for each run.
+// Every run must have the same series times (same trace and SimConfig, record_series on);
+// throws std::invalid_argument otherwise. Labels with commas or quotes are quoted (RFC 4180).
+void write_series_csv(std::ostream& out, const std::vector<RunResult>& results);
+
+}  // namespace lagpilot::sim

@@ -1,0 +1,462 @@
+#include "sim/simulation.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+
+#include "policies/config_reader.h"
+#include "policies/controller.h"
+#include "sim/random.h"
+
+namespace lagpilot::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Stream numbers under the user's seed.
+constexpr uint64_t kArrivalCountStream = 1;
+constexpr uint64_t kArrivalPositionStream = 2;
+constexpr uint64_t kServiceStream = 3;
+
+// Algorithm: produces the arrivals of one tick window at a time, in time order. The window is cut
+// at trace-bin boundaries into segments; each segment gets Poisson(rate * length) messages from
+// the count stream. Per-message mode hands them out one by one at the uniform order statistics
+// of the segment, generated ascending without sorting (x' = x + (1 - x)(1 - U^(1/m)) with m
+// messages left); batch mode hands out the segment's batches, all at the segment's start.
+class ArrivalGenerator {
+ public:
+  ArrivalGenerator(const Trace& trace, uint64_t seed, bool batch, int batch_size)
+      : trace_(trace),
+        duration_(trace.duration()),
+        counts_(Rng::stream(seed, kArrivalCountStream)),
+        positions_(Rng::stream(seed, kArrivalPositionStream)),
+        batch_(batch),
+        batch_size_(batch_size) {}
+
+  // Prepares [t0, t1). `seconds_per_message` (service time with stretch) and `pool_size` size
+  // the batches (batch mode only).
+  void begin_window(double t0, double t1, double seconds_per_message, int pool_size) {
+    window_end_ = std::min(t1, duration_);
+    cursor_ = t0;
+    bin_ = static_cast<std::size_t>(std::max(0.0, std::floor(t0 / trace_.bin_seconds)));
+    seconds_per_message_ = seconds_per_message;
+    pool_size_ = pool_size;
+    chunks_.clear();
+    next_chunk_ = 0;
+    left_in_segment_ = 0;
+    if (batch_) {
+      while (next_segment()) {
+        // Batches of this segment: enough that none holds more than batch_size messages, and
+        // enough that one worker can keep up with each as it trickles in (capped by the pool).
+        const int64_t n = left_in_segment_;
+        const double length = segment_end_ - segment_start_;
+        int64_t k = (n + batch_size_ - 1) / batch_size_;
+        const double for_work = std::ceil(static_cast<double>(n) * seconds_per_message_ / length);
+        const int64_t k_work =
+            static_cast<int64_t>(std::min({for_work, static_cast<double>(pool_size_),
+                                           static_cast<double>(n)}));
+        k = std::max(k, k_work);
+        const int64_t base = n / k;
+        const int64_t extra = n % k;
+        for (int64_t i = 0; i < k; ++i) {
+          chunks_.push_back(ArrivalChunk{segment_start_, segment_end_, base + (i < extra ? 1 : 0)});
+        }
+        left_in_segment_ = 0;
+      }
+      next_time_ = chunks_.empty() ? kInf : chunks_[0].first_arrival;
+    } else {
+      position_ = 0.0;
+      advance_message();
+    }
+  }
+
+  // Time of the next arrival (chunk) in the window; +infinity when the window is exhausted.
+  double next_time() const { return next_time_; }
+
+  ArrivalChunk pop() {
+    if (batch_) {
+      const ArrivalChunk c = chunks_[next_chunk_++];
+      generated_ += c.count;
+      next_time_ = next_chunk_ < chunks_.size() ? chunks_[next_chunk_].first_arrival : kInf;
+      return c;
+    }
+    const ArrivalChunk c{next_time_, next_time_, 1};
+    ++generated_;
+    advance_message();
+    return c;
+  }
+
+  int64_t generated() const { return generated_; }
+
+ private:
+  // Moves to the next segment of the window that has at least one arrival; false at the end.
+  bool next_segment() {
+    while (cursor_ < window_end_) {
+      const double bin_end = static_cast<double>(bin_ + 1) * trace_.bin_seconds;
+      const double end = std::min(bin_end, window_end_);
+      const double start = cursor_;
+      const double rate = bin_ < trace_.rates.size() ? trace_.rates[bin_] : 0.0;
+      if (bin_end <= window_end_) ++bin_;
+      if (end <= start) continue;
+      cursor_ = end;
+      const int64_t n = counts_.poisson(rate * (end - start));
+      if (n > 0) {
+        segment_start_ = start;
+        segment_end_ = end;
+        last_before_end_ = std::nextafter(end, -kInf);
+        left_in_segment_ = n;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void advance_message() {
+    if (left_in_segment_ == 0) {
+      if (!next_segment()) {
+        next_time_ = kInf;
+        return;
+      }
+      position_ = 0.0;
+    }
+    // Smallest of m uniforms on [position, 1): position + (1 - position)(1 - U^(1/m)).
+    const double m = static_cast<double>(left_in_segment_--);
+    const double u = positions_.uniform_pos();
+    position_ += (1.0 - position_) * -std::expm1(std::log(u) / m);
+    next_time_ = std::min(segment_start_ + position_ * (segment_end_ - segment_start_),
+                          last_before_end_);
+  }
+
+  const Trace& trace_;
+  const double duration_;
+  Rng counts_;
+  Rng positions_;
+  const bool batch_;
+  const int64_t batch_size_;
+
+  double window_end_ = 0.0;
+  double cursor_ = 0.0;
+  std::size_t bin_ = 0;
+  double seconds_per_message_ = 0.0;
+  int pool_size_ = 0;
+
+  double segment_start_ = 0.0;
+  double segment_end_ = 0.0;
+  double last_before_end_ = 0.0;
+  int64_t left_in_segment_ = 0;
+  double position_ = 0.0;
+
+  std::vector<ArrivalChunk> chunks_;
+  std::size_t next_chunk_ = 0;
+  double next_time_ = kInf;
+  int64_t generated_ = 0;
+};
+
+// The Sampler and Actuator the Controller sees: the model, observed like a real consumer.
+class SimulatedConsumer final : public Sampler, public Actuator {
+ public:
+  SimulatedConsumer(ConsumerModel& model, double tick_seconds, int partitions)
+      : model_(model), tick_seconds_(tick_seconds), partitions_(partitions) {}
+
+  Observation sample(double now) override {
+    now_ = now;
+    last_ = model_.sample(now);
+    const int64_t arrived = model_.arrived();
+    const int64_t lag = arrived - last_.processed;
+    const double window = now - previous_time_;
+    Observation obs;
+    obs.time = now;
+    obs.total_lag = lag;
+    obs.arrival_rate = window > 0 ? static_cast<double>(arrived - previous_arrived_) / window : 0;
+    obs.processed_rate =
+        window > 0 ? static_cast<double>(last_.processed - previous_processed_) / window : 0;
+    obs.lag_slope = window > 0 ? static_cast<double>(lag - previous_lag_) / window : 0;
+    obs.latency_p50 = last_.latency_p50;
+    obs.latency_p99 = last_.latency_p99;
+    obs.record_age_p99 = last_.record_age_p99;
+    obs.current_workers = last_.pool_size;
+    obs.busy_workers = last_.busy_mean;
+    obs.queue_depth = last_.queue_depth;
+    obs.queue_capacity = 0;  // unbounded in the simulator
+    obs.assigned_partitions = partitions_;
+    previous_time_ = now;
+    previous_arrived_ = arrived;
+    previous_processed_ = last_.processed;
+    previous_lag_ = lag;
+    last_lag_ = lag;
+    return obs;
+  }
+
+  void resize(int workers) override { model_.resize(now_, workers); }
+
+  const ModelSample& last_sample() const { return last_; }
+  int64_t last_lag() const { return last_lag_; }
+
+ private:
+  ConsumerModel& model_;
+  double tick_seconds_;
+  int partitions_;
+  double now_ = 0.0;
+  double previous_time_ = 0.0;
+  int64_t previous_arrived_ = 0;
+  int64_t previous_processed_ = 0;
+  int64_t previous_lag_ = 0;
+  int64_t last_lag_ = 0;
+  ModelSample last_;
+};
+
+void check_trace(const Trace& trace) {
+  if (trace.rates.empty()) throw std::invalid_argument("trace '" + trace.source + "' has no bins");
+  if (!(trace.bin_seconds > 0.0) || !std::isfinite(trace.bin_seconds)) {
+    throw std::invalid_argument("trace '" + trace.source + "': bin_seconds must be > 0");
+  }
+  for (std::size_t i = 0; i < trace.rates.size(); ++i) {
+    if (!(trace.rates[i] >= 0.0) || !std::isfinite(trace.rates[i])) {
+      throw std::invalid_argument("trace '" + trace.source + "': bin " + std::to_string(i) +
+                                  " has rate " + std::to_string(trace.rates[i]) +
+                                  " (must be finite and >= 0)");
+    }
+  }
+}
+
+void check_config(const SimConfig& c) {
+  if (!(c.tick_seconds > 0.0) || !std::isfinite(c.tick_seconds)) {
+    throw std::invalid_argument("sim.tick_seconds must be > 0");
+  }
+  if (c.batch_size < 1) throw std::invalid_argument("sim.batch_size must be >= 1");
+  if (c.initial_workers < 0) throw std::invalid_argument("sim.initial_workers must be >= 0");
+  if (c.fidelity != "message" && c.fidelity != "batch" && c.fidelity != "auto") {
+    throw std::invalid_argument("sim.fidelity must be message, batch or auto");
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// SimConfig
+
+SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path) {
+  SimConfig c;
+  JsonObjectReader r(j, path);
+  r.read("tick_seconds", c.tick_seconds, 1e-6, 86400.0);
+  r.read("lag_slo", c.lag_slo, int64_t{0});
+  r.read_enum("fidelity", c.fidelity, {"message", "batch", "auto"});
+  r.read("auto_message_limit", c.auto_message_limit, int64_t{0});
+  r.read("batch_size", c.batch_size, 1, 1'000'000);
+  int64_t seed = static_cast<int64_t>(c.seed);
+  r.read("seed", seed, int64_t{0});
+  c.seed = static_cast<uint64_t>(seed);
+  r.read("initial_workers", c.initial_workers, 0, 100'000);
+  r.read("partitions", c.partitions, 1, 1'000'000);
+  if (r.has("model")) {
+    c.model = ConsumerModelConfig::from_json(*r.raw("model"), r.path_of("model"));
+  }
+  r.read("record_series", c.record_series);
+  r.read("series_interval_seconds", c.series_interval_seconds, 0.0);
+  r.read("max_decisions", c.max_decisions, 0);
+  r.finish();
+  return c;
+}
+
+nlohmann::json SimConfig::to_json() const {
+  return nlohmann::json{{"tick_seconds", tick_seconds},
+                        {"lag_slo", lag_slo},
+                        {"fidelity", fidelity},
+                        {"auto_message_limit", auto_message_limit},
+                        {"batch_size", batch_size},
+                        {"seed", seed},
+                        {"initial_workers", initial_workers},
+                        {"partitions", partitions},
+                        {"model", model.to_json()},
+                        {"record_series", record_series},
+                        {"series_interval_seconds", series_interval_seconds},
+                        {"max_decisions", max_decisions}};
+}
+
+std::string SimConfig::resolve_fidelity(const Trace& trace) const {
+  if (fidelity != "auto") return fidelity;
+  return trace.total_messages() <= static_cast<double>(auto_message_limit) ? "message" : "batch";
+}
+
+// ---------------------------------------------------------------------------------------------
+// simulate
+
+RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
+                   const GuardConfig& guards, const SimConfig& config) {
+  check_trace(trace);
+  check_config(config);
+  if (!policy) throw std::invalid_argument("simulate: no policy");
+
+  RunResult result;
+  result.label = label.empty() ? policy->name() : label;
+  result.policy = policy->name();
+  result.policy_params = policy->params();
+  result.fidelity = config.resolve_fidelity(trace);
+  const bool batch = result.fidelity == "batch";
+
+  const double tick = config.tick_seconds;
+  const double duration = trace.duration();
+  const int64_t ticks =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration / tick - 1e-9)));
+
+  ConsumerModel model(config.model, config.initial_workers,
+                      Rng::stream(config.seed, kServiceStream).next_u64(), batch);
+  ArrivalGenerator arrivals(trace, config.seed, batch, config.batch_size);
+  SimulatedConsumer consumer(model, tick, config.partitions);
+  Controller controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/16);
+
+  Kpis& k = result.kpis;
+  k.max_workers = config.initial_workers;
+  std::vector<int64_t> lags;
+  lags.reserve(static_cast<std::size_t>(ticks));
+  int last_direction = 0;
+  const int64_t series_every =
+      config.series_interval_seconds > 0.0
+          ? std::max<int64_t>(1, std::llround(config.series_interval_seconds / tick))
+          : 1;
+  if (config.record_series) {
+    result.series.reserve(static_cast<std::size_t>(ticks / series_every + 1));
+  }
+  int64_t series_arrived = 0;
+  int64_t series_processed = 0;
+  double series_time = 0.0;
+
+  for (int64_t i = 1; i <= ticks; ++i) {
+    const double t0 = static_cast<double>(i - 1) * tick;
+    const double t1 = static_cast<double>(i) * tick;
+    const int pool = model.pool_size();
+    arrivals.begin_window(t0, t1,
+                          config.model.service_mean_seconds * config.model.stretch(pool), pool);
+    for (;;) {
+      const double te = model.next_event_time();
+      const double ta = arrivals.next_time();
+      if (te <= ta) {
+        if (te >= t1) break;
+        model.run_next_event();
+      } else {
+        if (ta >= t1) break;
+        model.arrive(ta, arrivals.pop());
+      }
+    }
+    if (arrivals.next_time() != kInf) {
+      throw std::logic_error("simulate: arrivals left over past their tick window");
+    }
+
+    const Decision d = controller.tick(t1);
+    const ModelSample& m = consumer.last_sample();
+    const int64_t lag = consumer.last_lag();
+    const int before = m.pool_size;  // pool during [t0, t1)
+    k.lag_integral += static_cast<double>(lag) * tick;
+    k.max_lag = std::max(k.max_lag, lag);
+    if (lag > config.lag_slo) k.seconds_above_slo += tick;
+    lags.push_back(lag);
+    k.worker_seconds += static_cast<double>(before) * tick;
+    const int after = model.pool_size();
+    k.max_workers = std::max(k.max_workers, after);
+    if (after != before) {
+      ++k.scale_actions;
+      const int direction = after > before ? 1 : -1;
+      if (last_direction != 0 && direction != last_direction) ++k.reversals;
+      last_direction = direction;
+      if (static_cast<int>(result.decisions.size()) < config.max_decisions) {
+        result.decisions.push_back(d);
+      }
+    }
+    if (config.record_series && (i % series_every == 0 || i == ticks)) {
+      const double span = t1 - series_time;
+      SeriesPoint p;
+      p.t = t1;
+      p.arrival_rate = static_cast<double>(model.arrived() - series_arrived) / span;
+      p.processed_rate = static_cast<double>(m.processed - series_processed) / span;
+      p.lag = lag;
+      p.workers = before;
+      p.latency_p99 = m.latency_p99;
+      result.series.push_back(p);
+      series_arrived = model.arrived();
+      series_processed = m.processed;
+      series_time = t1;
+    }
+  }
+
+  // Conservation, counted two ways: the arrival and completion counters against what sits in
+  // the queue and on the workers.
+  const ModelSample& last = consumer.last_sample();
+  const int64_t partial = last.processed - model.completed();
+  k.arrived = model.arrived();
+  k.processed = last.processed;
+  k.final_lag = model.in_system() - partial;
+  if (k.arrived != k.processed + k.final_lag || k.arrived != arrivals.generated() ||
+      k.final_lag != consumer.last_lag()) {
+    throw std::logic_error("simulate: conservation violated: arrived " + std::to_string(k.arrived) +
+                           " (generated " + std::to_string(arrivals.generated()) + ") != processed " +
+                           std::to_string(k.processed) + " + final lag " +
+                           std::to_string(k.final_lag) + " (sampled lag " +
+                           std::to_string(consumer.last_lag()) + ")");
+  }
+
+  if (!lags.empty()) {
+    const std::size_t rank = static_cast<std::size_t>(
+        std::ceil(0.99 * static_cast<double>(lags.size()))) - 1;
+    std::nth_element(lags.begin(), lags.begin() + static_cast<std::ptrdiff_t>(rank), lags.end());
+    k.p99_lag = lags[rank];
+  }
+  k.ticks = ticks;
+  k.duration_seconds = static_cast<double>(ticks) * tick;
+  k.mean_workers = k.worker_seconds / k.duration_seconds;
+  if (model.completed() > 0) {
+    k.mean_wait_seconds = model.total_wait_seconds() / static_cast<double>(model.completed());
+    k.mean_service_seconds =
+        model.total_service_seconds() / static_cast<double>(model.completed());
+  }
+  return result;
+}
+
+RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig& guards,
+                   const SimConfig& config) {
+  return simulate(trace, make_policy(spec.name, spec.params), spec.label.empty() ? spec.name : spec.label,
+                  guards, config);
+}
+
+std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<PolicySpec>& specs,
+                                    const GuardConfig& guards, const SimConfig& config,
+                                    int threads) {
+  std::vector<std::unique_ptr<Policy>> policies;
+  policies.reserve(specs.size());
+  for (const PolicySpec& spec : specs) policies.push_back(make_policy(spec.name, spec.params));
+  std::vector<RunResult> results(specs.size());
+  auto run = [&](std::size_t i) {
+    results[i] = simulate(trace, std::move(policies[i]),
+                          specs[i].label.empty() ? specs[i].name : specs[i].label, guards, config);
+  };
+  const std::size_t workers =
+      std::min<std::size_t>(specs.size(), static_cast<std::size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < specs.size(); ++i) run(i);
+    return results;
+  }
+  std::atomic<std::size_t> next{0};  // atomic: the index of the next run, shared by the threads
+  std::vector<std::exception_ptr> errors(specs.size());
+  std::vector<std::thread> pool;
+  for (std::size_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < specs.size(); i = next++) {
+        try {
+          run(i);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  return results;
+}
+
+}  // namespace lagpilot::sim

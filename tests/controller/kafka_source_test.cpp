@@ -1,0 +1,588 @@
+// KafkaSource against the embedded (mock) cluster: exactly-once processing without faults,
+// per-key order, backpressure, retention loss accounting, broker faults, rebalances and
+// restarts (at-least-once). Each test joins a consumer group; the mock's first join takes ~3 s.
+
+#include "controller/kafka_source.h"
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/embedded_broker.h"
+#include "controller/message_codec.h"
+#include "controller/producer.h"
+#include "controller/worker_pool.h"
+#include "policies/clock.h"
+#include "policies/config_reader.h"
+
+namespace lagpilot {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+double wall_seconds() {
+  return Seconds(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Waits (wall clock, bounded: this talks to a real protocol stack) until `pred` holds.
+template <typename Pred>
+bool wait_until(Pred pred, double seconds) {
+  const double deadline = wall_seconds() + seconds;
+  while (wall_seconds() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+KafkaSourceConfig test_config(const EmbeddedBroker& broker, const std::string& topic,
+                              const std::string& group) {
+  KafkaSourceConfig c;
+  c.bootstrap_servers = broker.bootstrap_servers();
+  c.topics = {topic};
+  c.group_id = group;
+  c.commit_interval_seconds = 0.2;
+  c.revoke_timeout_seconds = 5;
+  c.properties = {{"session.timeout.ms", "6000"},
+                  {"heartbeat.interval.ms", "300"},
+                  {"fetch.wait.max.ms", "20"},
+                  {"reconnect.backoff.max.ms", "200"},
+                  {"log_level", "4"}};
+  return c;
+}
+
+ProducerOptions producer_options(const EmbeddedBroker& broker, const std::string& topic,
+                                 uint64_t count, uint64_t keys) {
+  ProducerOptions o;
+  o.bootstrap = broker.bootstrap_servers();
+  o.topic = topic;
+  o.rate = 1e9;  // as fast as it goes
+  o.count = count;
+  o.keys = keys;
+  o.flush_timeout_seconds = 30;
+  return o;
+}
+
+ProducerStats produce(ProducerOptions options) {
+  SteadyClock clock;
+  PacedProducer producer(std::move(options), clock);
+  std::atomic<bool> stop{false};
+  return producer.run(stop);
+}
+
+// Low and high watermark of one partition, asked of the brokers by a throwaway handle.
+std::pair<int64_t, int64_t> watermarks(const EmbeddedBroker& broker, const std::string& topic,
+                                       int32_t partition) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", broker.bootstrap_servers().c_str(), err, sizeof err);
+  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) throw std::runtime_error(err);
+  int64_t lo = -1, hi = -1;
+  const rd_kafka_resp_err_t e =
+      rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &lo, &hi, 5000);
+  rd_kafka_destroy(rk);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) throw std::runtime_error(rd_kafka_err2str(e));
+  return {lo, hi};
+}
+
+// Per-sequence-number counters and per-key order checks, filled from handlers.
+class Ledger {
+ public:
+  Ledger(std::size_t sequences, std::size_t keys)
+      : counts_(sequences), last_seq_(keys), busy_(keys) {
+    for (auto& l : last_seq_) l.store(-1);
+  }
+
+  // Records one handled message; checks that its key is not being handled elsewhere right
+  // now and that its sequence number is above the key's previous one.
+  void record(const SourceMessage& m, bool check_key_order) {
+    const auto decoded = decode_message(m.value);
+    if (!decoded) {
+      bad_values_.fetch_add(1);
+      return;
+    }
+    const uint64_t seq = decoded->seq;
+    if (seq >= counts_.size()) {
+      bad_values_.fetch_add(1);
+      return;
+    }
+    if (check_key_order && m.has_key && m.key.size() > 1) {
+      const std::size_t k = std::stoul(m.key.substr(1)) % last_seq_.size();
+      if (busy_[k].exchange(true)) concurrent_same_key_.fetch_add(1);
+      const int64_t prev = last_seq_[k].exchange(static_cast<int64_t>(seq));
+      if (prev >= static_cast<int64_t>(seq)) key_order_violations_.fetch_add(1);
+      std::this_thread::yield();  // widen the window in which a second worker would be caught
+      busy_[k].store(false);
+    }
+    counts_[seq].fetch_add(1);
+    total_.fetch_add(1);
+  }
+
+  uint64_t total() const { return total_.load(); }
+  uint32_t count(std::size_t seq) const { return counts_[seq].load(); }
+  std::size_t missing(std::size_t from, std::size_t to) const {
+    std::size_t n = 0;
+    for (std::size_t s = from; s < to; ++s) n += counts_[s].load() == 0;
+    return n;
+  }
+  std::size_t duplicated(std::size_t from, std::size_t to) const {
+    std::size_t n = 0;
+    for (std::size_t s = from; s < to; ++s) n += counts_[s].load() > 1;
+    return n;
+  }
+  uint64_t key_order_violations() const { return key_order_violations_.load(); }
+  uint64_t concurrent_same_key() const { return concurrent_same_key_.load(); }
+  uint64_t bad_values() const { return bad_values_.load(); }
+
+ private:
+  std::vector<std::atomic<uint32_t>> counts_;
+  std::vector<std::atomic<int64_t>> last_seq_;
+  std::vector<std::atomic<bool>> busy_;
+  std::atomic<uint64_t> total_{0};
+  std::atomic<uint64_t> key_order_violations_{0};
+  std::atomic<uint64_t> concurrent_same_key_{0};
+  std::atomic<uint64_t> bad_values_{0};
+};
+
+bool all_committed(KafkaSource& source, int partitions) {
+  const SourceStats s = source.stats(true);
+  if (s.assigned_partitions != partitions) return false;
+  for (const auto& p : s.partitions) {
+    if (p.high_watermark < 0 || p.committed != p.high_watermark) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Config
+
+TEST(KafkaSourceConfig, JsonRoundTripAndDefaults) {
+  const KafkaSourceConfig d = KafkaSourceConfig::from_json(nlohmann::json::object());
+  EXPECT_EQ(d.topics, std::vector<std::string>{"events"});
+  EXPECT_EQ(d.group_id, "lagpilot");
+  EXPECT_EQ(d.ordering, "key");
+  EXPECT_DOUBLE_EQ(d.commit_interval_seconds, 5.0);
+  EXPECT_DOUBLE_EQ(d.revoke_timeout_seconds, 10.0);
+
+  const nlohmann::json j = {
+      {"bootstrap_servers", "127.0.0.1:9092"},
+      {"topics", {"a", "b"}},
+      {"group_id", "g"},
+      {"properties", {{"fetch.wait.max.ms", 20}, {"check.crcs", true}, {"client.rack", "r1"}}},
+      {"ordering", "partition"},
+      {"commit_interval_seconds", 1.5},
+      {"revoke_timeout_seconds", 3},
+      {"max_unfinished", 500}};
+  const KafkaSourceConfig c = KafkaSourceConfig::from_json(j);
+  EXPECT_EQ(c.topics, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(c.properties.at("fetch.wait.max.ms"), "20");
+  EXPECT_EQ(c.properties.at("check.crcs"), "true");
+  EXPECT_EQ(c.properties.at("client.rack"), "r1");
+  EXPECT_EQ(c.ordering, "partition");
+  EXPECT_EQ(c.max_unfinished, 500);
+  const KafkaSourceConfig again = KafkaSourceConfig::from_json(c.to_json());
+  EXPECT_EQ(again.to_json(), c.to_json());
+}
+
+TEST(KafkaSourceConfig, ErrorsNameTheJsonPath) {
+  auto path_of_error = [](const nlohmann::json& j) -> std::string {
+    try {
+      KafkaSourceConfig::from_json(j, "kafka");
+    } catch (const ConfigError& e) {
+      return e.path();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(path_of_error({{"ordering", "random"}}), "kafka.ordering");
+  EXPECT_EQ(path_of_error({{"topics", {"ok", ""}}}), "kafka.topics[1]");
+  EXPECT_EQ(path_of_error({{"topics", nlohmann::json::array()}}), "kafka.topics");
+  EXPECT_EQ(path_of_error({{"commit_interval_seconds", 0}}), "kafka.commit_interval_seconds");
+  EXPECT_EQ(path_of_error({{"properties", {{"x", {1, 2}}}}}), "kafka.properties.x");
+  EXPECT_EQ(path_of_error({{"colour", "blue"}}), "kafka.colour");
+}
+
+TEST(KafkaSourceConfig, LibrdkafkaRejectsABadPropertyWithItsPath) {
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{}, clock);
+  KafkaSourceConfig c;
+  c.bootstrap_servers = "127.0.0.1:1";
+  c.properties["no.such.property"] = "1";
+  try {
+    KafkaSource source(
+        c, pool, [](const SourceMessage&) {}, clock);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "kafka.properties.no.such.property");
+  }
+  c.properties.clear();
+  c.bootstrap_servers.clear();
+  EXPECT_THROW(KafkaSource(
+                   c, pool, [](const SourceMessage&) {}, clock),
+               ConfigError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live
+
+// 200,000 keyed messages over 8 partitions while another thread resizes the pool at random
+// every 50 ms: every sequence number is processed exactly once (no fault, no rebalance), the
+// handler's failures are counted and their offsets still complete, and no two messages of one
+// key are ever handled at once or out of order.
+TEST(KafkaSource, EverySequenceOnceUnderRandomPoolResizesWithKeyOrder) {
+  constexpr uint64_t kMessages = 200'000;
+  constexpr uint64_t kKeys = 256;
+  constexpr int kPartitions = 8;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"stress", kPartitions}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{4, 16, 4000, 0.8, 0.2}, clock);
+  Ledger ledger(kMessages, kKeys);
+  std::atomic<uint64_t> thrown{0};
+  KafkaSource source(
+      test_config(broker, "stress", "stress-group"), pool,
+      [&](const SourceMessage& m) {
+        ledger.record(m, true);
+        if (m.offset % 997 == 0) {
+          thrown.fetch_add(1);
+          throw std::runtime_error("handler failure (test)");
+        }
+      },
+      clock);
+  source.start();
+
+  std::atomic<bool> done{false};
+  std::thread resizer([&] {
+    std::mt19937 rng(7);
+    while (!done.load()) {
+      pool.resize(static_cast<int>(rng() % 16) + 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const ProducerStats produced = produce(producer_options(broker, "stress", kMessages, kKeys));
+  ASSERT_EQ(produced.delivered, kMessages);
+  ASSERT_TRUE(wait_until([&] { return source.joined(); }, 20));
+  const double t0 = wall_seconds();
+  const bool all = wait_until([&] { return ledger.total() >= kMessages; }, 60);
+  const double t1 = wall_seconds();
+  done = true;
+  resizer.join();
+  ASSERT_TRUE(all) << "handled " << ledger.total() << " of " << kMessages;
+  EXPECT_TRUE(wait_until([&] { return all_committed(source, kPartitions); }, 10));
+  const SourceStats s = source.stats(true);
+  source.stop(10);
+
+  EXPECT_EQ(ledger.missing(0, kMessages), 0u);
+  EXPECT_EQ(ledger.duplicated(0, kMessages), 0u);
+  EXPECT_EQ(ledger.bad_values(), 0u);
+  EXPECT_EQ(ledger.key_order_violations(), 0u);
+  EXPECT_EQ(ledger.concurrent_same_key(), 0u);
+  EXPECT_EQ(s.consumed, kMessages);
+  EXPECT_EQ(s.processed + s.failed, kMessages);
+  EXPECT_EQ(s.failed, thrown.load());
+  EXPECT_GT(s.failed, 0u);
+  EXPECT_EQ(s.lost_to_retention, 0u);
+  EXPECT_EQ(s.duplicates_skipped, 0u);
+  EXPECT_EQ(s.total_lag, 0);
+  EXPECT_EQ(s.unfinished, 0);
+  EXPECT_GT(s.commits, 0u);
+  int64_t high_sum = 0;
+  for (const auto& p : s.partitions) high_sum += p.high_watermark;
+  EXPECT_EQ(high_sum, static_cast<int64_t>(kMessages));
+  EXPECT_EQ(s.high_watermark_sum, high_sum);
+  std::printf(
+      "[ figures  ] 200k keyed messages, 8 partitions, random resizes: %.2f s after the "
+      "join = %.0f msg/s (backlog produced before the join)\n",
+      t1 - t0, static_cast<double>(kMessages) / (t1 - t0));
+}
+
+// A slow handler (2 ms) and a small pool queue: the queue never exceeds its capacity, fetching
+// was paused and resumed, and what the source holds (pending buffer, lanes) stays bounded.
+TEST(KafkaSource, BackpressurePausesAndResumesWithBoundedBuffers) {
+  constexpr uint64_t kMessages = 3000;
+  constexpr std::size_t kQueue = 40;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"slow", 4}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{4, 4, kQueue, 0.8, 0.2}, clock);
+  Ledger ledger(kMessages, 1);
+  std::atomic<std::size_t> max_depth{0};
+  KafkaSourceConfig config = test_config(broker, "slow", "slow-group");
+  config.ordering = "unordered";
+  KafkaSource source(
+      config, pool,
+      [&](const SourceMessage& m) {
+        const std::size_t depth = pool.queue_depth();
+        std::size_t seen = max_depth.load();
+        while (depth > seen && !max_depth.compare_exchange_weak(seen, depth)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        ledger.record(m, false);
+      },
+      clock);
+  source.start();
+  ASSERT_EQ(produce(producer_options(broker, "slow", kMessages, 0)).delivered, kMessages);
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= kMessages; }, 60));
+  EXPECT_TRUE(wait_until([&] { return all_committed(source, 4); }, 10));
+  const SourceStats s = source.stats(true);
+  source.stop(10);
+
+  EXPECT_EQ(ledger.missing(0, kMessages), 0u);
+  EXPECT_EQ(ledger.duplicated(0, kMessages), 0u);
+  EXPECT_LE(max_depth.load(), kQueue);
+  EXPECT_GE(s.pauses, 1u);
+  EXPECT_GE(s.resumes, 1u);
+  // max_unfinished defaults to 2 x the queue capacity.
+  EXPECT_LE(s.max_unfinished_seen, static_cast<int64_t>(2 * kQueue));
+  EXPECT_LE(s.max_pending_seen, static_cast<int64_t>(2 * kQueue));
+  std::printf(
+      "[ figures  ] backpressure: %llu pauses, %llu resumes, max unfinished %lld, max "
+      "pending %lld, max queue depth %zu of %zu\n",
+      static_cast<unsigned long long>(s.pauses), static_cast<unsigned long long>(s.resumes),
+      static_cast<long long>(s.max_unfinished_seen), static_cast<long long>(s.max_pending_seen),
+      max_depth.load(), kQueue);
+}
+
+// Records that expire before they are consumed are counted exactly, logged, and consumption
+// goes on from the log start. Phase A commits offset kFirst; then the partition is over-filled
+// past the mock's retention (~5 MB); phase B (same group) must count low watermark - kFirst.
+TEST(KafkaSource, RetentionLossIsCountedExactly) {
+  constexpr uint64_t kFirst = 100;
+  constexpr uint64_t kFill = 60'000;
+  constexpr uint64_t kTotal = kFirst + kFill;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"retained", 1}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{4, 8, 10000, 0.8, 0.2}, clock);
+  Ledger ledger(kTotal, 1);
+  const std::string group = "retention-group";
+
+  ASSERT_EQ(produce(producer_options(broker, "retained", kFirst, 0)).delivered, kFirst);
+  uint64_t processed_a = 0;
+  {
+    KafkaSource a(
+        test_config(broker, "retained", group), pool,
+        [&](const SourceMessage& m) { ledger.record(m, false); }, clock);
+    a.start();
+    ASSERT_TRUE(wait_until([&] { return ledger.total() >= kFirst; }, 30));
+    ASSERT_TRUE(wait_until([&] { return all_committed(a, 1); }, 10));
+    processed_a = a.stats(false).processed;
+    a.stop(5);
+  }
+  ASSERT_EQ(processed_a, kFirst);
+
+  ProducerOptions fill = producer_options(broker, "retained", kFill, 0);
+  fill.first_seq = kFirst;
+  fill.padding_bytes = 120;
+  fill.properties = {{"batch.num.messages", "500"}};  // small batches: fine-grained retention
+  ASSERT_EQ(produce(fill).delivered, kFill);
+  const auto [low, high] = watermarks(broker, "retained", 0);
+  ASSERT_EQ(high, static_cast<int64_t>(kTotal));
+  ASSERT_GT(low, static_cast<int64_t>(kFirst)) << "the fill did not exceed the mock's retention";
+
+  KafkaSource b(
+      test_config(broker, "retained", group), pool,
+      [&](const SourceMessage& m) { ledger.record(m, false); }, clock);
+  b.start();
+  const uint64_t expected_b = static_cast<uint64_t>(high - low);
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= kFirst + expected_b; }, 60));
+  EXPECT_TRUE(wait_until([&] { return all_committed(b, 1); }, 10));
+  const SourceStats s = b.stats(true);
+  b.stop(5);
+
+  EXPECT_EQ(s.lost_to_retention, static_cast<uint64_t>(low) - kFirst);
+  EXPECT_EQ(s.processed, expected_b);
+  EXPECT_EQ(processed_a + s.processed + s.lost_to_retention, kTotal);
+  EXPECT_EQ(ledger.missing(0, kFirst), 0u);
+  EXPECT_EQ(ledger.missing(static_cast<std::size_t>(low), kTotal), 0u);
+  EXPECT_EQ(ledger.duplicated(0, kTotal), 0u);
+  EXPECT_EQ(ledger.missing(kFirst, static_cast<std::size_t>(low)),
+            static_cast<std::size_t>(low) - kFirst);
+  ASSERT_EQ(s.partitions.size(), 1u);
+  EXPECT_EQ(s.partitions[0].low_watermark, low);
+  std::printf("[ figures  ] retention: log start %lld after %llu records, %llu counted lost\n",
+              static_cast<long long>(low), static_cast<unsigned long long>(kTotal),
+              static_cast<unsigned long long>(s.lost_to_retention));
+}
+
+// Broker down/up and injected Fetch/OffsetCommit errors while producing and consuming:
+// consumption resumes, every sequence number is processed (at least once), commits catch up.
+TEST(KafkaSource, ConsumptionResumesAfterBrokerFaultsWithNothingLost) {
+  constexpr uint64_t kMessages = 20'000;
+  constexpr int kPartitions = 6;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{3, {{"faulty", kPartitions}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{4, 8, 2000, 0.8, 0.2}, clock);
+  Ledger ledger(kMessages, 1);
+  KafkaSource source(
+      test_config(broker, "faulty", "faulty-group"), pool,
+      [&](const SourceMessage& m) { ledger.record(m, false); }, clock);
+  source.start();
+  ASSERT_TRUE(wait_until([&] { return source.joined(); }, 20));
+
+  ProducerOptions po = producer_options(broker, "faulty", kMessages, 0);
+  po.rate = 5000;  // ~4 s of traffic
+  po.properties = {{"enable.idempotence", "true"}};
+  ProducerStats produced;
+  std::thread producer([&] { produced = produce(po); });
+
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= 2000; }, 20));
+  broker.push_request_errors(1 /* Fetch */, {RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                                             RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                                             RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION});
+  broker.push_request_errors(8 /* OffsetCommit */, {RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                                                    RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT});
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= 6000; }, 20));
+  broker.set_broker_down(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  broker.set_broker_up(2);
+  producer.join();
+  ASSERT_EQ(produced.delivered, kMessages);
+
+  const bool all = wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60);
+  EXPECT_TRUE(all) << ledger.missing(0, kMessages) << " sequences never processed";
+  EXPECT_TRUE(wait_until([&] { return all_committed(source, kPartitions); }, 20));
+  const SourceStats s = source.stats(true);
+  source.stop(10);
+  EXPECT_GE(s.commit_failures, 1u);
+  EXPECT_EQ(s.lost_to_retention, 0u);
+  EXPECT_EQ(ledger.bad_values(), 0u);
+  std::printf(
+      "[ figures  ] faults: %zu sequences handled twice (at-least-once), %llu commit "
+      "failures, %llu commits\n",
+      ledger.duplicated(0, kMessages), static_cast<unsigned long long>(s.commit_failures),
+      static_cast<unsigned long long>(s.commits));
+}
+
+// Stop while a handler is stuck: what finished is committed, the stuck message is not; a
+// restart of the group gets it (and everything after it) again: at-least-once.
+TEST(KafkaSource, RestartRedeliversWhatWasNotCommitted) {
+  constexpr uint64_t kMessages = 400;
+  constexpr uint64_t kStuck = 150;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"restart", 1}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{2, 4, 1000, 0.8, 0.2}, clock);
+  Ledger ledger(kMessages, 1);
+  ASSERT_EQ(produce(producer_options(broker, "restart", kMessages, 0)).delivered, kMessages);
+
+  std::mutex gate_mutex;
+  std::atomic<bool> release{false};
+  std::atomic<bool> stuck{false};
+  KafkaSourceConfig config = test_config(broker, "restart", "restart-group");
+  config.ordering = "partition";
+  config.commit_interval_seconds = 3600;  // only the stop commit counts
+  {
+    KafkaSource a(
+        config, pool,
+        [&](const SourceMessage& m) {
+          if (decode_message(m.value)->seq == kStuck) {
+            stuck = true;
+            while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          ledger.record(m, false);
+        },
+        clock);
+    a.start();
+    ASSERT_TRUE(wait_until([&] { return stuck.load(); }, 30));
+    a.stop(0.2);                        // gives up waiting for the stuck handler
+    EXPECT_EQ(ledger.total(), kStuck);  // partition order: nothing after it ran
+  }
+  release = true;
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= kStuck + 1; }, 5));
+
+  KafkaSource b(
+      config, pool, [&](const SourceMessage& m) { ledger.record(m, false); }, clock);
+  b.start();
+  ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 30));
+  EXPECT_TRUE(wait_until([&] { return all_committed(b, 1); }, 10));
+  const SourceStats s = b.stats(true);
+  b.stop(5);
+  EXPECT_EQ(s.processed, kMessages - kStuck);  // restarted exactly at the stuck offset
+  EXPECT_EQ(ledger.count(kStuck), 2u);         // at-least-once: the stuck one ran twice
+  EXPECT_EQ(ledger.duplicated(0, kMessages), 1u);
+}
+
+// Two members of one group: the second joins mid-stream, the first revokes (drains and
+// commits), the partitions are split; every sequence is processed exactly once overall.
+TEST(KafkaSource, RebalanceDrainsAndCommitsSoNothingRunsTwice) {
+  constexpr uint64_t kMessages = 20'000;
+  constexpr int kPartitions = 4;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"shared", kPartitions}}});
+  SteadyClock clock;
+  WorkerPool pool_a(WorkerPoolOptions{4, 4, 500, 0.8, 0.2}, clock);
+  WorkerPool pool_b(WorkerPoolOptions{4, 4, 500, 0.8, 0.2}, clock);
+  Ledger ledger(kMessages, 64);
+  auto handler = [&](const SourceMessage& m) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ledger.record(m, true);
+  };
+  KafkaSource a(test_config(broker, "shared", "shared-group"), pool_a, handler, clock);
+  KafkaSource b(test_config(broker, "shared", "shared-group"), pool_b, handler, clock);
+  a.start();
+  ASSERT_TRUE(wait_until([&] { return a.joined(); }, 20));
+  ProducerOptions po = producer_options(broker, "shared", kMessages, 64);
+  po.rate = 4000;
+  ProducerStats produced;
+  std::thread producer([&] { produced = produce(po); });
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= 2000; }, 20));
+  b.start();
+  ASSERT_TRUE(wait_until(
+      [&] { return b.joined() && a.stats(false).assigned_partitions < kPartitions; }, 30));
+  producer.join();
+  ASSERT_EQ(produced.delivered, kMessages);
+  ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60));
+  const SourceStats sa = a.stats(true);
+  const SourceStats sb = b.stats(true);
+  a.stop(5);
+  b.stop(5);
+  EXPECT_EQ(sa.assigned_partitions + sb.assigned_partitions, kPartitions);
+  EXPECT_EQ(ledger.duplicated(0, kMessages), 0u);
+  EXPECT_EQ(ledger.key_order_violations(), 0u);
+  EXPECT_EQ(ledger.concurrent_same_key(), 0u);
+  for (const SourceStats* s : {&sa, &sb}) {
+    EXPECT_EQ(s->consumed,
+              s->processed + s->failed + s->dropped + static_cast<uint64_t>(s->unfinished));
+  }
+}
+
+// An operator pause stops consumption (workers finish what they hold); resume continues.
+TEST(KafkaSource, OperatorPauseAndResume) {
+  constexpr uint64_t kMessages = 2000;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"ops", 2}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{2, 2, 1000, 0.8, 0.2}, clock);
+  Ledger ledger(kMessages, 1);
+  KafkaSourceConfig config = test_config(broker, "ops", "ops-group");
+  config.ordering = "unordered";
+  KafkaSource source(
+      config, pool, [&](const SourceMessage& m) { ledger.record(m, false); }, clock);
+  source.pause_consumption();
+  source.start();
+  ASSERT_TRUE(wait_until([&] { return source.joined(); }, 20));
+  ASSERT_EQ(produce(producer_options(broker, "ops", kMessages, 0)).delivered, kMessages);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  SourceStats s = source.stats(true);
+  EXPECT_TRUE(s.paused);
+  EXPECT_EQ(ledger.total(), 0u);
+  EXPECT_EQ(s.total_lag, static_cast<int64_t>(kMessages));
+  for (const auto& p : s.partitions) EXPECT_TRUE(p.paused);
+  source.resume_consumption();
+  ASSERT_TRUE(wait_until([&] { return ledger.total() >= kMessages; }, 20));
+  EXPECT_TRUE(wait_until([&] { return source.stats(true).total_lag == 0; }, 10));
+  s = source.stats(false);
+  EXPECT_FALSE(s.paused);
+  source.stop(5);
+  EXPECT_EQ(ledger.duplicated(0, kMessages), 0u);
+}
+
+}  // namespace
+}  // namespace lagpilot

@@ -1,0 +1,202 @@
+// `lagpilot run`, `broker` and `produce` as a user runs them: bad config, defaults, kcat against
+// the standalone broker, and crash safety (SIGKILL at random moments, restart, nothing lost).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "child_process.h"
+#include <nlohmann/json.hpp>
+
+#include "controller/ledger.h"
+
+namespace lagpilot {
+namespace {
+
+using testing::ChildProcess;
+using testing::run_command;
+using testing::shell_quote;
+
+const std::string kBinary = LAGPILOT_BINARY;
+
+std::string temp_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("lagpilot-it-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string write_file(const std::string& name, const std::string& content) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << content;
+  return path;
+}
+
+TEST(RunCli, PrintConfigShowsDocumentedDefaults) {
+  auto r = run_command(kBinary + " run --print-config");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["broker"], "embedded");
+  EXPECT_EQ(j["kafka"]["topics"][0], "events");
+  EXPECT_EQ(j["topic_partitions"], 8);
+  EXPECT_EQ(j["policy"]["name"], "pid");
+  EXPECT_EQ(j["guards"]["min_workers"], 4);
+  EXPECT_EQ(j["guards"]["max_workers"], 16);
+  EXPECT_EQ(j["tick_seconds"], 1.0);
+}
+
+struct BadConfig {
+  std::string json;
+  std::string expected;  // substring of the error
+};
+
+TEST(RunCli, BadConfigExitsTwoNamingThePath) {
+  const std::vector<BadConfig> cases = {
+      {R"({"guards": {"max_workers": 16, "min_wrokers": 2}})", "guards.min_wrokers: unknown key"},
+      {R"({"guards": {"max_workers": "sixteen"}})", "guards.max_workers: must be an integer"},
+      {R"({"guards": {"max_workers": 0}})", "guards.max_workers: must be between"},
+      {R"({"tick_seconds": -1})", "tick_seconds: must be between"},
+      {R"({"pool": {"queue_capacity": 0}})", "pool.queue_capacity"},
+      {R"({"policy": {"name": "magic"}})", "policy.name: must be one of"},
+      {R"({"policy": {"name": "pid", "params": {"kp": -1}}})", "policy.params.kp"},
+      {R"({"kafka": {"ordering": "random"}})", "kafka.ordering"},
+      {R"({"handler": {"service_mean_seconds": -0.5}})", "handler.service_mean_seconds"},
+      {"{\n  \"guards\": {\n    \"max_workers\": 16,,\n  }\n}", ":3:"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    const std::string path = write_file("bad" + std::to_string(i++) + ".json", c.json);
+    auto r = run_command(kBinary + " run --print-config --config " + shell_quote(path));
+    EXPECT_EQ(r.exit_code, 2) << c.json << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in:\n" << r.output;
+    EXPECT_NE(r.output.find(path), std::string::npos) << "error must name the file: " << r.output;
+  }
+}
+
+TEST(RunCli, BadFlagsExitTwo) {
+  EXPECT_EQ(run_command(kBinary + " run --log-format yaml").exit_code, 2);
+  EXPECT_EQ(run_command(kBinary + " run --no-such-flag").exit_code, 2);
+  EXPECT_EQ(run_command(kBinary + " run --policy magic --print-config").exit_code, 2);
+  auto help = run_command(kBinary + " --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* sub : {"sim", "run", "broker", "produce"}) {
+    EXPECT_NE(help.output.find(sub), std::string::npos) << sub;
+  }
+}
+
+std::string start_broker(ChildProcess& broker) {
+  const std::string bootstrap = broker.read_line();
+  if (bootstrap.find(':') == std::string::npos) {
+    throw std::runtime_error("broker did not print bootstrap servers: '" + bootstrap + "'");
+  }
+  return bootstrap;
+}
+
+TEST(BrokerCli, KcatProducesAndConsumes) {
+  if (run_command("command -v kcat").exit_code != 0) {
+    GTEST_SKIP() << "kcat not installed (scripts/install-deps.sh installs it)";
+  }
+  ChildProcess broker({kBinary, "broker", "--topic", "events", "--partitions", "4"});
+  const std::string bootstrap = start_broker(broker);
+  const std::string input = temp_path("kcat-in.txt");
+  {
+    std::ofstream out(input);
+    for (int i = 0; i < 100; ++i) out << "message-" << i << "\n";
+  }
+  auto p = run_command("kcat -P -b " + bootstrap + " -t events -l " + shell_quote(input));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto c = run_command("timeout 60 kcat -C -b " + bootstrap + " -t events -o beginning -e -q");
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  int lines = 0;
+  for (char ch : c.output) lines += ch == '\n';
+  EXPECT_EQ(lines, 100);
+  for (int i : {0, 42, 99}) {
+    EXPECT_NE(c.output.find("message-" + std::to_string(i) + "\n"), std::string::npos);
+  }
+  broker.signal(SIGTERM);
+  EXPECT_EQ(broker.wait(), 0);
+}
+
+TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
+  ChildProcess broker({kBinary, "broker", "--topic", "events", "--partitions", "4"});
+  const std::string bootstrap = start_broker(broker);
+  const uint64_t total = 20000;
+  auto p = run_command(kBinary + " produce --bootstrap " + bootstrap +
+                       " --topic events --rate 20000 --keys 32 --count " + std::to_string(total));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  ASSERT_NE(p.output.find("delivered=" + std::to_string(total)), std::string::npos) << p.output;
+
+  const std::string ledger = temp_path("crash-ledger.txt");
+  std::filesystem::remove(ledger);
+  const std::string config = write_file(
+      "crash.json", R"({"broker": "external", "handler": {"service_mean_seconds": 0.002},
+                        "kafka": {"commit_interval_seconds": 0.5,
+                                  "properties": {"session.timeout.ms": "6000",
+                                                 "heartbeat.interval.ms": "500"}}})");
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pause_ms(1500, 5000);
+  for (int kill = 0; kill < 5; ++kill) {
+    ChildProcess run({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
+                      ledger},
+                     temp_path("crash-run.log"));
+    // Real processes on the wall clock: this is the point of the test.
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    run.signal(SIGKILL);
+    EXPECT_EQ(run.wait(), 128 + SIGKILL);
+  }
+  ChildProcess last({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
+                     ledger, "--until-drained"},
+                    temp_path("crash-run.log"));
+  EXPECT_EQ(last.wait(), 0);
+
+  std::vector<int> seen(total, 0);
+  for (const LedgerEntry& e : read_ledger(ledger)) {
+    ASSERT_GE(e.seq, 0);
+    ASSERT_LT(static_cast<uint64_t>(e.seq), total);
+    ++seen[e.seq];
+  }
+  uint64_t missing = 0;
+  for (int v : seen) missing += v == 0;
+  EXPECT_EQ(missing, 0u) << "sequence numbers never processed";
+  broker.signal(SIGTERM);
+  broker.wait();
+}
+
+TEST(RunCli, SigtermCommitsAndExitsZero) {
+  ChildProcess broker({kBinary, "broker", "--topic", "events", "--partitions", "2"});
+  const std::string bootstrap = start_broker(broker);
+  auto p = run_command(kBinary + " produce --bootstrap " + bootstrap +
+                       " --topic events --rate 50000 --count 3000");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const std::string ledger = temp_path("term-ledger.txt");
+  std::filesystem::remove(ledger);
+  {
+    ChildProcess run({kBinary, "run", "--bootstrap", bootstrap, "--ledger", ledger,
+                      "--log-format", "json"},
+                     temp_path("term-run.log"));
+    // Wait (on the child's own status lines) until the backlog is consumed and committed.
+    for (int lines = 0; lines < 120; ++lines) {
+      const std::string line = run.read_line();
+      ASSERT_FALSE(line.empty()) << "run exited early";
+      auto status = nlohmann::json::parse(line);
+      if (status["assigned_partitions"] > 0 && status["lag"] == 0) break;
+    }
+    run.signal(SIGTERM);
+    EXPECT_EQ(run.wait(), 0);
+  }
+  const auto first = read_ledger(ledger).size();
+  EXPECT_GE(first, 3000u);
+  // Everything was committed on the way out: a second consumer in the group gets nothing again.
+  ChildProcess again({kBinary, "run", "--bootstrap", bootstrap, "--ledger", ledger, "--until-drained"},
+                     temp_path("term-run.log"));
+  EXPECT_EQ(again.wait(), 0);
+  EXPECT_EQ(read_ledger(ledger).size(), first);
+  broker.signal(SIGTERM);
+  broker.wait();
+}
+
+}  // namespace
+}  // namespace lagpilot

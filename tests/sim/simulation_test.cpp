@@ -1,0 +1,335 @@
+// simulate(): conservation, determinism, what the policy observes, SimConfig, reports.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "policies/config_reader.h"
+#include "policies/policy_factory.h"
+#include "sim/report.h"
+#include "sim/simulation.h"
+#include "tests/sim/sim_test_util.h"
+
+namespace lagpilot::sim {
+namespace {
+
+using testing::burst_trace;
+using testing::constant_trace;
+using testing::fixed_policy;
+using testing::open_guards;
+using testing::ScriptedPolicy;
+
+std::vector<PolicySpec> every_policy() {
+  std::vector<PolicySpec> specs;
+  for (const std::string& name : policy_names()) specs.push_back(parse_policy_spec(name));
+  specs.push_back(parse_policy_spec("static:16"));
+  return specs;
+}
+
+TEST(Conservation, HoldsForEveryPolicyAndFidelity) {
+  const Trace trace = burst_trace(200.0, 1400.0, 200.0, 100.0);
+  int64_t arrived = -1;
+  for (const std::string fidelity : {"message", "batch"}) {
+    SimConfig config;
+    config.fidelity = fidelity;
+    for (const PolicySpec& spec : every_policy()) {
+      const RunResult r = simulate(trace, spec, GuardConfig{}, config);
+      SCOPED_TRACE(fidelity + " " + r.label);
+      EXPECT_EQ(r.kpis.arrived, r.kpis.processed + r.kpis.final_lag);
+      EXPECT_GE(r.kpis.final_lag, 0);
+      EXPECT_EQ(r.fidelity, fidelity);
+      // Every policy and both fidelities see the same arrivals.
+      if (arrived < 0) arrived = r.kpis.arrived;
+      EXPECT_EQ(r.kpis.arrived, arrived);
+      EXPECT_GE(r.kpis.max_workers, 4);
+      EXPECT_LE(r.kpis.max_workers, 16);
+    }
+  }
+  // ... and they are a Poisson draw of the trace's messages (sd ~ 450 here).
+  EXPECT_NEAR(double(arrived), trace.total_messages(), 3000.0);
+}
+
+TEST(Conservation, HoldsUnderWildResizing) {
+  // A policy that jumps to a random size every tick, with warm-up: workers retire mid-message,
+  // warming ones are removed, retirements are cancelled. Nothing is lost or counted twice.
+  for (const std::string fidelity : {"message", "batch"}) {
+    for (uint64_t seed : {1, 2, 3}) {
+      SimConfig config;
+      config.fidelity = fidelity;
+      config.seed = seed;
+      config.model.warmup_seconds = 2.0;
+      config.tick_seconds = 0.5;
+      auto rng = std::make_shared<std::mt19937>(seed);
+      auto policy = std::make_unique<ScriptedPolicy>(
+          [rng](const Observation&) { return static_cast<int>((*rng)() % 17); });
+      const RunResult r =
+          simulate(burst_trace(300.0, 900.0, 60.0, 30.0), std::move(policy), "wild", open_guards(), config);
+      EXPECT_EQ(r.kpis.arrived, r.kpis.processed + r.kpis.final_lag);
+      EXPECT_GT(r.kpis.scale_actions, 100);
+      EXPECT_GT(r.kpis.reversals, 50);
+    }
+  }
+}
+
+TEST(Conservation, UnfinishedWorkIsFinalLag) {
+  // Far more arrivals than one worker can serve: most of it is still there at the end.
+  SimConfig config;
+  config.fidelity = "message";
+  config.initial_workers = 1;
+  const RunResult r =
+      simulate(constant_trace(1000.0, 20.0), fixed_policy(1), "overload", open_guards(), config);
+  EXPECT_NEAR(double(r.kpis.processed), 20.0 * 100.0, 300.0);
+  EXPECT_EQ(r.kpis.final_lag, r.kpis.arrived - r.kpis.processed);
+  EXPECT_GT(r.kpis.final_lag, 15000);
+}
+
+std::string report_for(uint64_t seed, const std::string& fidelity) {
+  SimConfig config;
+  config.seed = seed;
+  config.fidelity = fidelity;
+  const Trace trace = burst_trace(200.0, 1400.0, 100.0, 60.0);
+  const auto results = simulate_all(trace, every_policy(), GuardConfig{}, config);
+  return to_json(results, config, TraceInfo::of(trace)).dump(2);
+}
+
+TEST(Determinism, SameSeedSameBytesOtherSeedOtherBytes) {
+  for (const std::string fidelity : {"message", "batch"}) {
+    const std::string a = report_for(5, fidelity);
+    EXPECT_EQ(a, report_for(5, fidelity)) << fidelity;
+    EXPECT_NE(a, report_for(6, fidelity)) << fidelity;
+  }
+}
+
+TEST(Determinism, ThreadsDoNotChangeResults) {
+  SimConfig config;
+  config.fidelity = "batch";
+  config.record_series = true;
+  const Trace trace = burst_trace(200.0, 1400.0, 100.0, 60.0);
+  const auto one = simulate_all(trace, every_policy(), GuardConfig{}, config, 1);
+  const auto two = simulate_all(trace, every_policy(), GuardConfig{}, config, 2);
+  EXPECT_EQ(to_json(one, config, TraceInfo::of(trace)), to_json(two, config, TraceInfo::of(trace)));
+  std::ostringstream a, b;
+  write_series_csv(a, one);
+  write_series_csv(b, two);
+  EXPECT_EQ(a.str(), b.str());
+}
+
+TEST(Observation, WhatThePolicySees) {
+  for (const std::string fidelity : {"message", "batch"}) {
+    SimConfig config;
+    config.fidelity = fidelity;
+    config.partitions = 12;
+    config.initial_workers = 6;
+    std::vector<Observation> seen;
+    const double rate = 300.0;
+    simulate(constant_trace(rate, 300.0), fixed_policy(6, &seen), "observer", open_guards(),
+             config);
+    ASSERT_EQ(seen.size(), 300u);
+    double arrival = 0.0, processed = 0.0, busy = 0.0, p50 = 0.0, p99 = 0.0, age = 0.0;
+    int64_t lag_before = 0;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      const Observation& o = seen[i];
+      EXPECT_DOUBLE_EQ(o.time, double(i + 1));
+      EXPECT_EQ(o.current_workers, 6);
+      EXPECT_EQ(o.assigned_partitions, 12);
+      EXPECT_EQ(o.queue_capacity, 0);
+      EXPECT_GE(o.total_lag, 0);
+      EXPECT_GE(o.queue_depth, 0);
+      EXPECT_DOUBLE_EQ(o.lag_slope, double(o.total_lag - lag_before));
+      // lag(t) - lag(t-1) = arrivals - completions in the tick.
+      EXPECT_NEAR(o.arrival_rate - o.processed_rate, o.lag_slope, 1e-9);
+      lag_before = o.total_lag;
+      arrival += o.arrival_rate;
+      processed += o.processed_rate;
+      busy += o.busy_workers;
+      p50 += o.latency_p50;
+      p99 += o.latency_p99;
+      age += o.record_age_p99;
+      EXPECT_GE(o.record_age_p99, 0.9 * o.latency_p99);
+    }
+    const double n = double(seen.size());
+    ConsumerModelConfig model;
+    EXPECT_NEAR(arrival / n, rate, 0.01 * rate) << fidelity;
+    EXPECT_NEAR(processed / n, rate, 0.01 * rate) << fidelity;
+    // Busy workers: rate * mean service time * stretch (with 3 to 4 busy on average).
+    EXPECT_NEAR(busy / n, rate * 0.01 * model.stretch(4), 0.1 * rate * 0.01) << fidelity;
+    EXPECT_NEAR(p50 / n, model.service_quantile(0.5) * model.stretch(4),
+                0.1 * model.service_quantile(0.5))
+        << fidelity;
+    EXPECT_NEAR(p99 / n, model.service_quantile(0.99) * model.stretch(4),
+                0.15 * model.service_quantile(0.99))
+        << fidelity;
+    EXPECT_GT(age / n, p99 / n * 0.9);
+  }
+}
+
+TEST(Kpis, CountedFromTheTicks) {
+  // 2 workers at 4 workers' load for 60 s: the lag grows about linearly, then the scripted
+  // policy goes to 8 and drains it.
+  SimConfig config;
+  config.fidelity = "message";
+  config.initial_workers = 2;
+  config.lag_slo = 2000;
+  config.model.warmup_seconds = 0.0;
+  config.record_series = true;
+  auto policy = std::make_unique<ScriptedPolicy>(
+      [](const Observation& o) { return o.time < 60 ? 2 : o.time < 120 ? 8 : 3; });
+  const RunResult r =
+      simulate(constant_trace(350.0, 180.0), std::move(policy), "script", open_guards(), config);
+  ASSERT_EQ(r.series.size(), 180u);
+  double integral = 0.0, above = 0.0, worker_s = 0.0;
+  int64_t max_lag = 0;
+  for (const SeriesPoint& p : r.series) {
+    integral += double(p.lag);
+    above += p.lag > 2000 ? 1.0 : 0.0;
+    worker_s += p.workers;
+    max_lag = std::max(max_lag, p.lag);
+  }
+  EXPECT_DOUBLE_EQ(r.kpis.lag_integral, integral);
+  EXPECT_DOUBLE_EQ(r.kpis.seconds_above_slo, above);
+  EXPECT_DOUBLE_EQ(r.kpis.worker_seconds, worker_s);
+  EXPECT_DOUBLE_EQ(r.kpis.worker_seconds, 60 * 2 + 60 * 8 + 60 * 3);
+  EXPECT_EQ(r.kpis.max_lag, max_lag);
+  EXPECT_GT(r.kpis.max_lag, 8000);  // ~ (350 - 196) * 60
+  EXPECT_EQ(r.kpis.scale_actions, 2);
+  EXPECT_EQ(r.kpis.reversals, 1);
+  EXPECT_EQ(r.kpis.max_workers, 8);
+  EXPECT_EQ(r.kpis.ticks, 180);
+  EXPECT_LE(r.kpis.p99_lag, r.kpis.max_lag);
+  EXPECT_GT(r.kpis.p99_lag, r.kpis.max_lag * 9 / 10);
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_EQ(r.decisions[0].workers, 8);
+  EXPECT_EQ(r.decisions[1].workers, 3);
+  EXPECT_DOUBLE_EQ(r.decisions[0].time, 60.0);
+}
+
+TEST(SimConfig, DefaultsRoundTripAndErrors) {
+  const SimConfig d = SimConfig::from_json(nlohmann::json::object());
+  EXPECT_DOUBLE_EQ(d.tick_seconds, 1.0);
+  EXPECT_EQ(d.lag_slo, 10000);
+  EXPECT_EQ(d.fidelity, "auto");
+  EXPECT_EQ(d.batch_size, 100);
+  EXPECT_EQ(d.seed, 1u);
+  EXPECT_EQ(d.initial_workers, 4);
+  EXPECT_EQ(d.partitions, 8);
+  EXPECT_FALSE(d.record_series);
+
+  SimConfig c;
+  c.tick_seconds = 5;
+  c.fidelity = "batch";
+  c.seed = 99;
+  c.model.warmup_seconds = 1;
+  c.record_series = true;
+  EXPECT_EQ(SimConfig::from_json(c.to_json()).to_json(), c.to_json());
+
+  auto error_of = [](const nlohmann::json& j) -> std::string {
+    try {
+      SimConfig::from_json(j, "sim");
+    } catch (const ConfigError& e) {
+      return e.path();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of({{"tick_seconds", 0}}), "sim.tick_seconds");
+  EXPECT_EQ(error_of({{"batch_size", 0}}), "sim.batch_size");
+  EXPECT_EQ(error_of({{"fidelity", "exact"}}), "sim.fidelity");
+  EXPECT_EQ(error_of({{"seed", -1}}), "sim.seed");
+  EXPECT_EQ(error_of({{"model", {{"usl_sigma", -1}}}}), "sim.model.usl_sigma");
+  EXPECT_EQ(error_of({{"modle", {}}}), "sim.modle");
+}
+
+TEST(SimConfig, AutoFidelityFollowsTheMessageCount) {
+  SimConfig c;
+  c.auto_message_limit = 1000;
+  EXPECT_EQ(c.resolve_fidelity(constant_trace(10.0, 100.0)), "message");
+  EXPECT_EQ(c.resolve_fidelity(constant_trace(10.0, 101.0)), "batch");
+  c.fidelity = "message";
+  EXPECT_EQ(c.resolve_fidelity(constant_trace(10.0, 1e6, 1e3)), "message");
+}
+
+TEST(Simulate, RejectsBadInput) {
+  SimConfig config;
+  Trace empty;
+  EXPECT_THROW(simulate(empty, fixed_policy(1), "x", open_guards(), config), std::invalid_argument);
+  Trace negative = constant_trace(10.0, 10.0);
+  negative.rates[3] = -1.0;
+  EXPECT_THROW(simulate(negative, fixed_policy(1), "x", open_guards(), config),
+               std::invalid_argument);
+  config.tick_seconds = 0.0;
+  EXPECT_THROW(simulate(constant_trace(10.0, 10.0), fixed_policy(1), "x", open_guards(), config),
+               std::invalid_argument);
+  EXPECT_THROW(simulate(constant_trace(10.0, 10.0), PolicySpec{"nope", {}, ""}, GuardConfig{},
+                        SimConfig{}),
+               ConfigError);
+}
+
+TEST(Simulate, TicksAndBinsNeedNotAlign) {
+  // 7 s bins, 3 s ticks, a trace that ends mid-tick: every message is still generated.
+  Trace t;
+  t.bin_seconds = 7.0;
+  t.rates = {100, 0, 300, 50, 1000};
+  SimConfig config;
+  config.tick_seconds = 3.0;
+  config.record_series = true;
+  for (const std::string fidelity : {"message", "batch"}) {
+    config.fidelity = fidelity;
+    const RunResult r = simulate(t, fixed_policy(16), "misaligned", open_guards(), config);
+    EXPECT_EQ(r.kpis.ticks, 12);  // ceil(35 / 3)
+    EXPECT_NEAR(double(r.kpis.arrived), t.total_messages(), 4 * std::sqrt(t.total_messages()));
+    // The zero-rate bin [7, 14) has no arrivals: ticks ending at 9 and 12 hold only [6, 7)'s
+    // and [12, 14)'s... check the one wholly inside it.
+    EXPECT_EQ(r.series[3].arrival_rate, 0.0);  // tick (9, 12]
+  }
+}
+
+TEST(Report, TableAndCsv) {
+  SimConfig config;
+  config.record_series = true;
+  config.series_interval_seconds = 10.0;
+  const Trace trace = burst_trace(200.0, 1400.0, 100.0, 60.0);
+  std::vector<PolicySpec> specs = {parse_policy_spec("threshold"), parse_policy_spec("static:16")};
+  const auto results = simulate_all(trace, specs, GuardConfig{}, config, 2);
+  const std::string table = format_kpi_table(results);
+  std::istringstream lines(table);
+  std::string header, units, row1, row2, extra;
+  std::getline(lines, header);
+  std::getline(lines, units);
+  std::getline(lines, row1);
+  std::getline(lines, row2);
+  EXPECT_FALSE(std::getline(lines, extra));
+  EXPECT_NE(header.find("lag_integral"), std::string::npos);
+  EXPECT_NE(units.find("[msg*s]"), std::string::npos);
+  EXPECT_EQ(row1.rfind("threshold", 0), 0u);
+  EXPECT_EQ(row2.rfind("static:16", 0), 0u);
+  EXPECT_NE(row1.find(std::to_string(results[0].kpis.arrived)), std::string::npos);
+
+  std::ostringstream csv;
+  write_series_csv(csv, results);
+  std::istringstream csv_lines(csv.str());
+  std::string first;
+  std::getline(csv_lines, first);
+  EXPECT_EQ(first,
+            "t,arrival_rate,threshold_lag,threshold_workers,threshold_latency_p99,static:16_lag,"
+            "static:16_workers,static:16_latency_p99");
+  int rows = 0;
+  for (std::string line; std::getline(csv_lines, line);) ++rows;
+  EXPECT_EQ(rows, 36);  // 360 s every 10 s
+  EXPECT_EQ(results[0].series[0].t, 10.0);
+
+  const nlohmann::json j = to_json(results, config, TraceInfo::of(trace));
+  EXPECT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][1]["label"], "static:16");
+  EXPECT_EQ(j["runs"][0]["kpis"]["arrived"], results[0].kpis.arrived);
+  EXPECT_EQ(j["trace"]["bins"], trace.rates.size());
+  EXPECT_EQ(j["sim"]["seed"], 1);
+
+  std::vector<RunResult> mismatched = results;
+  mismatched[1].series.pop_back();
+  std::ostringstream ignored;
+  EXPECT_THROW(write_series_csv(ignored, mismatched), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lagpilot::sim
