@@ -63,11 +63,12 @@ struct WorkerPool::Impl {
   // One worker thread. Created by resize() (or the constructor through it), listed in
   // workers_, joined by the reaper after it has exited.
   struct Worker {
-    std::thread thread;   // set by the starting resize() before the worker is listed in
-                          // workers_; the worker never touches it; joined by reap/shutdown
-    bool retire = false;  // guarded by mu_: the stop signal, read by the worker between tasks
-    bool busy = false;    // guarded by mu_: running a task (shrink retires idle workers first)
-    bool exited = false;  // guarded by mu_: left its loop, ready to be joined
+    std::thread thread;    // set by the starting resize() before the worker is listed in
+                           // workers_; the worker never touches it; joined by reap/shutdown
+    bool retire = false;   // guarded by mu_: the stop signal, read by the worker between tasks
+    bool busy = false;     // guarded by mu_: running a task (shrink retires idle workers first)
+    bool entered = false;  // guarded by mu_: has entered its loop
+    bool exited = false;   // guarded by mu_: left its loop, ready to be joined
   };
 
   Impl(WorkerPoolOptions options, const Clock& clock, ThreadStarter starter)
@@ -212,7 +213,7 @@ struct WorkerPool::Impl {
     return old;
   }
 
-  // Publishes a new size(). Requires mu_. wait_idle() compares it with live_threads_.
+  // Publishes a new size(). Requires mu_. Wakes wait_idle(): a take-back may make it true.
   void set_active_locked(int n) {
     active_.store(n, std::memory_order_relaxed);
     if (state_waiters_ > 0) state_cv_.notify_all();
@@ -250,6 +251,7 @@ struct WorkerPool::Impl {
 
   void run_worker(Worker* self) {
     std::unique_lock lock(mu_);
+    self->entered = true;
     live_threads_.fetch_add(1, std::memory_order_relaxed);
     if (state_waiters_ > 0) state_cv_.notify_all();
     for (;;) {
@@ -390,9 +392,12 @@ struct WorkerPool::Impl {
     return window;
   }
 
+  // No task queued or running, every retired thread gone (a thread still starting counts as
+  // not gone) and every other thread in its loop. Requires mu_.
   bool idle_locked() const {
-    return queue_.empty() && busy_.load(std::memory_order_relaxed) == 0 &&
-           live_threads_.load(std::memory_order_relaxed) == active_.load(std::memory_order_relaxed);
+    if (!queue_.empty() || busy_.load(std::memory_order_relaxed) != 0) return false;
+    return std::all_of(workers_.begin(), workers_.end(),
+                       [](const auto& w) { return w->exited || (w->entered && !w->retire); });
   }
 
   void wait_idle() {

@@ -29,7 +29,7 @@ PidParams PidParams::defaults_for(const std::string& metric) {
     p.kp = 1.6;
     p.ki = 0.08;
     p.kd = 1.6;
-    p.dead_band = 1.0;
+    p.dead_band = 1.5;
     p.measurement_filter_seconds = 10.0;
   }
   return p;

@@ -22,7 +22,7 @@ struct PidParams {
   double ki = 0.0001;        // workers per message-second [0.08]
   double kd = 0.002;         // workers per message/s of lag slope [1.6]
   double derivative_filter_seconds = 5.0;  // time constant of the derivative's low-pass
-  double dead_band = 500.0;                // |error| up to this counts as 0 [1 s]
+  double dead_band = 500.0;                // |error| up to this counts as 0 [1.5 s]
   // Integral clamp: the integral term (a pool size, see the class comment) stays within
   // [min_workers - margin, max_workers + margin]; 0 keeps it inside the output range.
   double integral_clamp_margin = 0.0;

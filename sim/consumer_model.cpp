@@ -290,11 +290,11 @@ void ConsumerModel::complete(int w, double now) {
       record_age_.add(now - a0);
     } else {
       // Message j (0-based) arrives at a0 + (a1 - a0)(j + 0.5)/n and completes at
-      // start + span (j + 1)/n: ages are linear in j; add four evenly spaced ones.
-      for (int i = 0; i < 4; ++i) {
-        const double j = n * (i + 0.5) / 4.0 - 0.5;
+      // start + span (j + 1)/n: ages are linear in j. The two quartile messages stand for
+      // each half of the batch.
+      for (const double j : {0.25 * n - 0.5, 0.75 * n - 0.5}) {
         const double age = k.start - a0 + (span * (j + 1.0) - (a1 - a0) * (j + 0.5)) / n;
-        record_age_.add(std::max(age, 0.0), n / 4.0);
+        record_age_.add(std::max(age, 0.0), 0.5 * n);
       }
     }
   }

@@ -105,12 +105,12 @@ class Rng {
       }
       return k;
     }
-    const double slam = std::sqrt(mean);
-    const double loglam = std::log(mean);
-    const double b = 0.931 + 2.53 * slam;
-    const double a = -0.059 + 0.02483 * b;
-    const double invalpha = 1.1239 + 1.1328 / (b - 3.4);
-    const double vr = 0.9277 - 3.6224 / (b - 2.0);
+    if (mean != ptrs_.mean) ptrs_ = PtrsConstants(mean);  // a trace bin keeps its rate
+    const double loglam = ptrs_.loglam;
+    const double b = ptrs_.b;
+    const double a = ptrs_.a;
+    const double log_invalpha = ptrs_.log_invalpha;
+    const double vr = ptrs_.vr;
     for (;;) {
       const double u = uniform() - 0.5;
       const double v = uniform_pos();
@@ -118,7 +118,7 @@ class Rng {
       const double k = std::floor((2.0 * a / us + b) * u + mean + 0.43);
       if (us >= 0.07 && v <= vr) return static_cast<int64_t>(k);
       if (k < 0.0 || (us < 0.013 && v > us)) continue;
-      if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <=
+      if (std::log(v) + log_invalpha - std::log(a / (us * us) + b) <=
           -mean + k * loglam - log_factorial(k)) {
         return static_cast<int64_t>(k);
       }
@@ -126,6 +126,20 @@ class Rng {
   }
 
  private:
+  // PTRS's constants for one mean.
+  struct PtrsConstants {
+    PtrsConstants() = default;
+    explicit PtrsConstants(double m)
+        : mean(m),
+          loglam(std::log(m)),
+          b(0.931 + 2.53 * std::sqrt(m)),
+          a(-0.059 + 0.02483 * b),
+          log_invalpha(std::log(1.1239 + 1.1328 / (b - 3.4))),
+          vr(0.9277 - 3.6224 / (b - 2.0)) {}
+    double mean = -1.0;
+    double loglam = 0.0, b = 0.0, a = 0.0, log_invalpha = 0.0, vr = 0.0;
+  };
+
   // log(k!) for integral k >= 0: a table below 10, Stirling's series above (error < 1e-12).
   // (std::lgamma writes the global `signgam` in glibc, a data race when runs go in parallel.)
   static double log_factorial(double k) {
@@ -158,6 +172,7 @@ class Rng {
   uint64_t state_[4];
   double spare_ = 0.0;
   bool has_spare_ = false;
+  PtrsConstants ptrs_;
 };
 
 }  // namespace lagpilot::sim

@@ -1,8 +1,7 @@
 // The Controller loop with fake sampler/actuator and simulated time.
-#include "policies/controller.h"
-
 #include <gtest/gtest.h>
 
+#include "policies/controller.h"
 #include "policies/event_queue.h"
 
 namespace lagpilot {

@@ -130,12 +130,18 @@ TEST(WorkerPool, ShrinkFinishesTasksInHand) {
     }));
   }
   started.wait();
+  // The queued tasks wait at a second gate, so a retiring worker that wrongly took one would
+  // still be alive (and busy) below.
+  std::latch second_gate(1);
   std::mutex ids_mu;
   std::set<std::thread::id> later_ids;
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(pool.try_submit([&] {
-      std::lock_guard lock(ids_mu);
-      later_ids.insert(std::this_thread::get_id());
+      {
+        std::lock_guard lock(ids_mu);
+        later_ids.insert(std::this_thread::get_id());
+      }
+      second_gate.wait();
     }));
   }
 
@@ -147,8 +153,14 @@ TEST(WorkerPool, ShrinkFinishesTasksInHand) {
   EXPECT_EQ(pool.queue_depth(), 20u);
 
   release.count_down();
-  pool.wait_idle();
+  // The three retired workers finish their task and leave; the one left takes a queued task.
+  EXPECT_TRUE(eventually([&] { return pool.live_threads() == 1; }, 10.0));
+  EXPECT_TRUE(eventually([&] { return pool.queue_depth() == 19; }, 10.0));
+  EXPECT_EQ(pool.busy(), 1);
   EXPECT_EQ(finished.load(), 4);
+
+  second_gate.count_down();
+  pool.wait_idle();
   EXPECT_EQ(pool.completed(), 24u);
   EXPECT_EQ(pool.size(), 1);
   EXPECT_EQ(pool.live_threads(), 1);
