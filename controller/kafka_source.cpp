@@ -1073,7 +1073,14 @@ void KafkaSource::start() {
   spdlog::info("kafka: consumer group {} subscribed to {} (ordering {})", c.config.group_id, names,
                c.config.ordering);
   auto core = core_;
-  poll_thread_ = std::thread([core] { core->poll_loop(); });
+  poll_thread_ = std::thread([core] {
+    try {
+      core->poll_loop();
+    } catch (const std::exception& e) {
+      // Nothing in the loop should throw; if it does, consumption stops loudly, not silently.
+      spdlog::error("kafka: poll thread failed, consumption stopped: {}", e.what());
+    }
+  });
 }
 
 SourceStats KafkaSource::stats(bool refresh_watermarks) {

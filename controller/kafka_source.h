@@ -26,6 +26,9 @@
 //    backpressure turns on or unfinished >= max_unfinished, and resumed when the pool's
 //    backpressure is off and unfinished <= max_unfinished / 5 (20 %). Polling goes on while
 //    paused. An operator pause (pause_consumption) pauses too; workers finish what they hold.
+//    librdkafka 2.0 does not wake its fetcher on resume (fetching restarted up to 1 s late,
+//    which capped throughput at a few thousand msg/s with a small queue), so each resume is
+//    followed by an async seek to the resume position itself, which wakes it.
 //  * Retention: each partition remembers the next offset it expects (the committed offset at
 //    assignment, then last offset + 1). When a message arrives above it, the gap is checked
 //    against the log start offset (librdkafka's value from the last fetch response, or a

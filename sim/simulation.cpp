@@ -42,7 +42,12 @@ class ArrivalGenerator {
   void begin_window(double t0, double t1, double seconds_per_message, int pool_size) {
     window_end_ = std::min(t1, duration_);
     cursor_ = t0;
-    bin_ = static_cast<std::size_t>(std::max(0.0, std::floor(t0 / trace_.bin_seconds)));
+    // Windows come one after the other, so bin_ already points at the bin holding t0 (the last
+    // one's window did not end at its end) or at the next one; only a jump needs the division.
+    if (t0 != previous_window_end_) {
+      bin_ = static_cast<std::size_t>(std::max(0.0, std::floor(t0 / trace_.bin_seconds)));
+    }
+    previous_window_end_ = window_end_;
     seconds_per_message_ = seconds_per_message;
     pool_size_ = pool_size;
     chunks_.clear();
@@ -54,16 +59,20 @@ class ArrivalGenerator {
         // enough that one worker can keep up with each as it trickles in (capped by the pool).
         const int64_t n = left_in_segment_;
         const double length = segment_end_ - segment_start_;
-        int64_t k = (n + batch_size_ - 1) / batch_size_;
-        const double for_work = std::ceil(static_cast<double>(n) * seconds_per_message_ / length);
-        const int64_t k_work =
-            static_cast<int64_t>(std::min({for_work, static_cast<double>(pool_size_),
-                                           static_cast<double>(n)}));
-        k = std::max(k, k_work);
-        const int64_t base = n / k;
-        const int64_t extra = n % k;
-        for (int64_t i = 0; i < k; ++i) {
-          chunks_.push_back(ArrivalChunk{segment_start_, segment_end_, base + (i < extra ? 1 : 0)});
+        const double work = static_cast<double>(n) * seconds_per_message_;
+        if (n <= batch_size_ && work <= length) {  // the common light-load case: one batch
+          chunks_.push_back(ArrivalChunk{segment_start_, segment_end_, n});
+        } else {
+          const int64_t k_size = (n + batch_size_ - 1) / batch_size_;
+          const int64_t k_work = static_cast<int64_t>(std::min(
+              {std::ceil(work / length), static_cast<double>(pool_size_), static_cast<double>(n)}));
+          const int64_t k = std::max(k_size, k_work);
+          const int64_t base = n / k;
+          const int64_t extra = n % k;
+          for (int64_t i = 0; i < k; ++i) {
+            chunks_.push_back(
+                ArrivalChunk{segment_start_, segment_end_, base + (i < extra ? 1 : 0)});
+          }
         }
         left_in_segment_ = 0;
       }
@@ -139,6 +148,7 @@ class ArrivalGenerator {
   const int64_t batch_size_;
 
   double window_end_ = 0.0;
+  double previous_window_end_ = 0.0;
   double cursor_ = 0.0;
   std::size_t bin_ = 0;
   double seconds_per_message_ = 0.0;

@@ -39,14 +39,18 @@ PidParams bare() {
 }
 
 TEST(PidPolicy, FirstTickIsBumplessWithNoIntegralAndNoDerivative) {
-  PidPolicy pid;  // defaults
-  const Proposal p = pid.decide(obs(0, 9000, 7));
+  PidPolicy pid;                                   // defaults
+  const Proposal p = pid.decide(obs(0, 3000, 7));  // P = 0.002 * (1000 - 500) = 1, I = 6
   const nlohmann::json s = pid.state();
   EXPECT_DOUBLE_EQ(s["d"].get<double>(), 0.0);
   EXPECT_FALSE(s["integrating"].get<bool>());
   // I = current - P, so the output is the pool as it is.
   EXPECT_NEAR(s["i"].get<double>() + s["p"].get<double>(), 7.0, 1e-9);
   EXPECT_EQ(p.workers, 7);
+  // Bumpless only as far as the integral clamp allows: a huge first error still saturates.
+  PidPolicy late;
+  EXPECT_EQ(late.decide(obs(0, 50000, 7)).workers, 16);
+  EXPECT_DOUBLE_EQ(late.state()["i"].get<double>(), 4.0);
 }
 
 TEST(PidPolicy, ProportionalOnly) {
@@ -269,6 +273,25 @@ TEST(PidPolicy, SettlesOnIntegerLoadsWithLagNearTheSetpoint) {
     // Dead band 500 around 2000, plus what tracking lets stand (< 0.75 worker of I).
     EXPECT_NEAR(run.lags.back(), 2000.0, 1500.0) << arrival;
   }
+}
+
+// Why tracking is on by default: without it the integral creeps on the small error left
+// outside the dead band after each step, and on some integer loads the loop hunts
+// k-1 <-> k <-> k+1 for ever (this also shows the reversal check can fail).
+TEST(PidPolicy, WithoutTrackingSomeIntegerLoadsHunt) {
+  int hunting = 0;
+  for (double arrival = 500; arrival <= 1500; arrival += 100) {
+    for (double backlog : {0.0, 20000.0}) {
+      PidParams p;
+      p.tracking_time_seconds = 0.0;
+      PidPolicy pid(p);
+      FluidPlant plant;
+      plant.arrival = arrival;
+      plant.lag = backlog;
+      hunting += direction_reversals(run_closed_loop(pid, plant, 3600).proposals, 1800) > 0;
+    }
+  }
+  EXPECT_GT(hunting, 0);
 }
 
 // Under a load between two pool sizes no integer pool holds the lag: the loop alternates

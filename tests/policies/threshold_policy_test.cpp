@@ -62,7 +62,8 @@ TEST(ThresholdPolicy, NoiseAroundAStepMovesThePoolOnce) {
     ThresholdPolicy policy;
     std::vector<int64_t> lags;
     for (int i = 0; i < 2000; ++i) lags.push_back(5000 + noise(rng));
-    const auto out = drive(policy, lags, 4);
+    auto out = drive(policy, lags, 4);
+    out.insert(out.begin(), 4);  // the pool before the first tick
     EXPECT_EQ(changes(out), 1);
     EXPECT_EQ(out.back(), 16);
   }
@@ -71,7 +72,8 @@ TEST(ThresholdPolicy, NoiseAroundAStepMovesThePoolOnce) {
     ThresholdPolicy policy;
     std::vector<int64_t> lags;
     for (int i = 0; i < 2000; ++i) lags.push_back(1000 + noise(rng));
-    const auto out = drive(policy, lags, 16);
+    auto out = drive(policy, lags, 16);
+    out.insert(out.begin(), 16);
     EXPECT_EQ(changes(out), 1);
     EXPECT_EQ(out.back(), 4);
   }

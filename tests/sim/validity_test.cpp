@@ -198,10 +198,6 @@ TEST(Fidelity, MessageAndBatchAgreeOnKpis) {
   const RunResult b = run("batch");
   EXPECT_EQ(m.fidelity, "message");
   EXPECT_EQ(b.fidelity, "batch");
-  std::printf("lag_integral %g %g worker_s %g %g processed %ld %ld max_lag %ld %ld slo %g %g scale %d %d\n",
-              m.kpis.lag_integral, b.kpis.lag_integral, m.kpis.worker_seconds, b.kpis.worker_seconds,
-              m.kpis.processed, b.kpis.processed, m.kpis.max_lag, b.kpis.max_lag,
-              m.kpis.seconds_above_slo, b.kpis.seconds_above_slo, m.kpis.scale_actions, b.kpis.scale_actions);
   EXPECT_EQ(m.kpis.arrived, b.kpis.arrived);  // same arrival counts in every tick
   EXPECT_NEAR(b.kpis.lag_integral, m.kpis.lag_integral, 0.04 * m.kpis.lag_integral);
   EXPECT_NEAR(b.kpis.worker_seconds, m.kpis.worker_seconds, 0.03 * m.kpis.worker_seconds);
@@ -221,7 +217,6 @@ TEST(Fidelity, BatchTracksLightLoadClosely) {
   const RunResult b = run("batch");
   const double m_mean = m.kpis.lag_integral / m.kpis.duration_seconds;
   const double b_mean = b.kpis.lag_integral / b.kpis.duration_seconds;
-  std::printf("light mean lag %g %g\n", m_mean, b_mean);
   EXPECT_LT(m_mean, 5.0);
   EXPECT_LT(b_mean, 10.0);  // a whole tick of arrivals would be 150
 }
