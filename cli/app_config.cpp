@@ -6,6 +6,7 @@
 
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
+#include "sim/simulation.h"
 
 namespace lagpilot::cli {
 
@@ -67,7 +68,7 @@ nlohmann::json AppConfig::to_json() const {
   nlohmann::json root = nlohmann::json::object();
   root["policy"] = {{"name", policy_name}, {"params", make_policy()->params()}};
   root["guards"] = guards.to_json();
-  if (!sim.empty()) root["sim"] = sim;
+  root["sim"] = sim::SimConfig::from_json(sim, "sim").to_json();
   runtime.write_keys(root);
   return root;
 }

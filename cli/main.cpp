@@ -5,11 +5,14 @@
 #include <exception>
 #include <map>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // Logs go to stderr; stdout carries results (tables, status lines, the broker's address).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("lagpilot"));
   CLI::App app{
       "lagpilot: adaptive autoscaling controller for Kafka consumers.\n"
       "Samples consumer lag and latency every tick and resizes a worker pool with a policy\n"

@@ -16,25 +16,34 @@
 namespace lagpilot::cli {
 namespace {
 
-// "pid,threshold,static:16,pid:metric=drain_time,setpoint=10" -> one spec text per policy: a
-// piece with '=' but no ':' continues the previous spec's parameters.
+// "pid,threshold,static:16,pid:metric=drain_time,setpoint=10" -> one spec text per policy. Commas
+// inside brackets ("threshold:steps=[{...},{...}]") do not split; a piece with '=' but no ':'
+// continues the previous spec's parameters.
 std::vector<std::string> split_policy_list(const std::vector<std::string>& args) {
-  std::vector<std::string> specs;
+  std::vector<std::string> pieces;
   for (const auto& arg : args) {
-    std::size_t start = 0;
-    while (start <= arg.size()) {
-      const std::size_t comma = arg.find(',', start);
-      const std::string piece =
-          arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      const bool continuation = piece.find('=') != std::string::npos &&
-                                piece.find(':') == std::string::npos && !specs.empty();
-      if (continuation) {
-        specs.back() += "," + piece;
-      } else if (!piece.empty()) {
-        specs.push_back(piece);
+    std::string piece;
+    int depth = 0;
+    for (char c : arg) {
+      if (c == '[' || c == '{') ++depth;
+      if (c == ']' || c == '}') --depth;
+      if (c == ',' && depth <= 0) {
+        pieces.push_back(piece);
+        piece.clear();
+      } else {
+        piece += c;
       }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+    }
+    pieces.push_back(piece);
+  }
+  std::vector<std::string> specs;
+  for (const auto& piece : pieces) {
+    const bool continuation = piece.find('=') != std::string::npos &&
+                              piece.find(':') == std::string::npos && !specs.empty();
+    if (continuation) {
+      specs.back() += "," + piece;
+    } else if (!piece.empty()) {
+      specs.push_back(piece);
     }
   }
   return specs;

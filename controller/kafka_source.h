@@ -58,6 +58,10 @@
 //  * Tasks in the pool hold a shared_ptr to the source's internals, so a task that runs after
 //    stop() (or after its partition was revoked) finds them alive; it then skips the handler.
 //
+// Time: the injected Clock measures handler run time and paces the periodic commits; the
+// revoke and stop deadlines are real waits (std::chrono::steady_clock), and record age is the
+// system clock minus the record's timestamp (both epoch-based, like Kafka's).
+//
 // Config checks logged as spdlog warnings: fetch.max.bytes above 50 MB; revoke_timeout_seconds
 // not below max.poll.interval.ms; enable.auto.commit=true (overridden); at run time, once:
 // a handler run longer than max.poll.interval.ms, and a pool queue smaller than one fetch
