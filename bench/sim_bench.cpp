@@ -60,8 +60,8 @@ void BM_MessageFidelity(benchmark::State& state) {
   GuardConfig guards;
   int64_t events = 0;
   for (auto _ : state) {
-    const RunResult r = simulate(trace, PolicySpec{"static", {{"workers", 16}}, "static:16"},
-                                 guards, config);
+    const RunResult r =
+        simulate(trace, PolicySpec{"static", {{"workers", 16}}, "static:16"}, guards, config);
     events += r.kpis.arrived + r.kpis.processed;
     benchmark::DoNotOptimize(r.kpis.lag_integral);
   }
@@ -112,12 +112,13 @@ void BM_WorldCup98Batch(benchmark::State& state) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     int64_t messages = 0;
     for (const RunResult& r : results) messages += r.kpis.arrived;
-    std::printf("\nWorld Cup 98: %zu bins of %.0f s (%.1f days), peak %.0f msg/s, mean %.1f msg/s, "
-                "%s fidelity, %d thread(s): %.2f s wall, %.2f s CPU for %zu policies, %.3g "
-                "messages\n",
-                trace.rates.size(), trace.bin_seconds, trace.duration() / 86400.0,
-                trace.peak_rate(), trace.mean_rate(), results[0].fidelity.c_str(), threads,
-                seconds, cpu_seconds, results.size(), double(messages));
+    std::printf(
+        "\nWorld Cup 98: %zu bins of %.0f s (%.1f days), peak %.0f msg/s, mean %.1f msg/s, "
+        "%s fidelity, %d thread(s): %.2f s wall, %.2f s CPU for %zu policies, %.3g "
+        "messages\n",
+        trace.rates.size(), trace.bin_seconds, trace.duration() / 86400.0, trace.peak_rate(),
+        trace.mean_rate(), results[0].fidelity.c_str(), threads, seconds, cpu_seconds,
+        results.size(), double(messages));
     if (!printed) {
       std::printf("%s", format_kpi_table(results).c_str());
       printed = true;

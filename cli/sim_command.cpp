@@ -17,8 +17,8 @@ namespace lagpilot::cli {
 namespace {
 
 // "pid,threshold,static:16,pid:metric=drain_time,setpoint=10" -> one spec text per policy. Commas
-// inside brackets ("threshold:steps=[{...},{...}]") do not split; a piece with '=' but no ':'
-// continues the previous spec's parameters.
+// inside brackets ("threshold:steps=[{...},{...}]") do not split; a piece with '=' and no ':'
+// before it continues the previous spec's parameters.
 std::vector<std::string> split_policy_list(const std::vector<std::string>& args) {
   std::vector<std::string> pieces;
   for (const auto& arg : args) {
@@ -38,8 +38,8 @@ std::vector<std::string> split_policy_list(const std::vector<std::string>& args)
   }
   std::vector<std::string> specs;
   for (const auto& piece : pieces) {
-    const bool continuation = piece.find('=') != std::string::npos &&
-                              piece.find(':') == std::string::npos && !specs.empty();
+    const std::size_t eq = piece.find('=');
+    const bool continuation = eq != std::string::npos && piece.find(':') > eq && !specs.empty();
     if (continuation) {
       specs.back() += "," + piece;
     } else if (!piece.empty()) {

@@ -68,16 +68,15 @@ ConsumerModelConfig ConsumerModelConfig::from_json(const nlohmann::json& j,
               {"lognormal", "exponential", "deterministic"});
   if (c.service_distribution == "exponential") {
     if (cv_given && c.service_cv != 1.0) {
-      throw ConfigError(r.path_of("service_cv"),
-                        "exponential service times have CV 1, got " + std::to_string(c.service_cv) +
-                            " (use \"lognormal\" for another CV)");
+      throw ConfigError(r.path_of("service_cv"), "exponential service times have CV 1, got " +
+                                                     std::to_string(c.service_cv) +
+                                                     " (use \"lognormal\" for another CV)");
     }
     c.service_cv = 1.0;
   } else if (c.service_distribution == "deterministic") {
     if (cv_given && c.service_cv != 0.0) {
-      throw ConfigError(r.path_of("service_cv"),
-                        "deterministic service times have CV 0, got " +
-                            std::to_string(c.service_cv));
+      throw ConfigError(r.path_of("service_cv"), "deterministic service times have CV 0, got " +
+                                                     std::to_string(c.service_cv));
     }
     c.service_cv = 0.0;
   }
@@ -125,7 +124,8 @@ double ConsumerModelConfig::service_quantile(double q) const {
       return service_mean_seconds;
     default: {
       const double s2 = std::log1p(service_cv * service_cv);
-      return std::exp(std::log(service_mean_seconds) - 0.5 * s2 + std::sqrt(s2) * normal_quantile(q));
+      return std::exp(std::log(service_mean_seconds) - 0.5 * s2 +
+                      std::sqrt(s2) * normal_quantile(q));
     }
   }
 }
@@ -170,7 +170,7 @@ ConsumerModel::ConsumerModel(const ConsumerModelConfig& config, int initial_work
   gamma_scale_ = config_.service_mean_seconds * cv * cv;
   base_p50_ = config_.service_quantile(0.5);
   base_p99_ = config_.service_quantile(0.99);
-  stretch_table_.push_back(1.0);  // index 0 unused
+  stretch_table_.push_back(1.0);               // index 0 unused
   for (int i = 0; i < initial_workers; ++i) {  // productive at once: no warm-up
     ++pool_size_;
     become_productive(new_worker_slot(), 0.0);
@@ -397,8 +397,8 @@ int64_t ConsumerModel::progress(const Worker& k, double now) const {
   if (now >= k.end) return k.chunk.count;
   if (k.chunk.count == 1 || now <= k.start) return 0;
   const double f = (now - k.start) / (k.end - k.start);
-  return std::min<int64_t>(k.chunk.count,
-                           static_cast<int64_t>(std::floor(f * static_cast<double>(k.chunk.count))));
+  return std::min<int64_t>(
+      k.chunk.count, static_cast<int64_t>(std::floor(f * static_cast<double>(k.chunk.count))));
 }
 
 int64_t ConsumerModel::in_system() const {

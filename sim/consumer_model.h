@@ -40,10 +40,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "policies/event_queue.h"
 #include "sim/log_histogram.h"
@@ -93,17 +92,17 @@ struct ArrivalChunk {
 
 // What ConsumerModel::sample() reports at a tick.
 struct ModelSample {
-  int64_t processed = 0;        // completed messages so far, counting progress inside batches
-  int64_t in_system = 0;        // arrived - processed: queued + in service (from the model's side)
-  int64_t queue_depth = 0;      // arrived, not started
-  int pool_size = 0;            // workers in the pool, warming ones included
-  int productive_workers = 0;   // workers past their warm-up (busy or idle), not retiring
-  int busy_now = 0;             // workers holding a message/batch now
-  double busy_mean = 0.0;       // mean busy workers over the window (work done / window length)
-  double latency_p50 = 0.0;     // service time of the window's completed messages, s (0: none)
+  int64_t processed = 0;       // completed messages so far, counting progress inside batches
+  int64_t in_system = 0;       // arrived - processed: queued + in service (from the model's side)
+  int64_t queue_depth = 0;     // arrived, not started
+  int pool_size = 0;           // workers in the pool, warming ones included
+  int productive_workers = 0;  // workers past their warm-up (busy or idle), not retiring
+  int busy_now = 0;            // workers holding a message/batch now
+  double busy_mean = 0.0;      // mean busy workers over the window (work done / window length)
+  double latency_p50 = 0.0;    // service time of the window's completed messages, s (0: none)
   double latency_p99 = 0.0;
-  double record_age_p99 = 0.0;  // completion - arrival, s
-  int64_t window_completed = 0; // messages completed in the window (whole batches only)
+  double record_age_p99 = 0.0;   // completion - arrival, s
+  int64_t window_completed = 0;  // messages completed in the window (whole batches only)
 };
 
 // Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
@@ -149,11 +148,11 @@ class ConsumerModel {
     bool retiring = false;
     uint32_t generation = 0;  // bumped when the slot is freed: stale events are ignored
     int busy_at_start = 0;
-    double ready_at = 0.0;  // warming: when productive
-    double start = 0.0;     // busy: service start
-    double end = 0.0;       // busy: completion
-    double work = 0.0;      // busy: busy-seconds of work in the chunk
-    double busy_rate = 0.0; // work / (end - start): fraction of the worker actually busy
+    double ready_at = 0.0;   // warming: when productive
+    double start = 0.0;      // busy: service start
+    double end = 0.0;        // busy: completion
+    double work = 0.0;       // busy: busy-seconds of work in the chunk
+    double busy_rate = 0.0;  // work / (end - start): fraction of the worker actually busy
     ArrivalChunk chunk;
   };
   struct EventPayload {
@@ -223,7 +222,7 @@ class ConsumerModel {
   double window_start_ = 0.0;
   double window_busy_area_start_ = 0.0;
   int64_t window_completed_ = 0;
-  LogHistogram latency_;                // per-message fidelity
+  LogHistogram latency_;  // per-message fidelity
   LogHistogram record_age_;
   std::vector<double> stretch_weight_;  // batch fidelity: messages completed per busy count
   int stretch_lo_ = std::numeric_limits<int>::max();

@@ -84,8 +84,10 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
       {"above_slo", "s", [](const RunResult& r) { return human(r.kpis.seconds_above_slo); }},
       {"worker_seconds", "worker*s",
        [](const RunResult& r) { return human(r.kpis.worker_seconds); }},
-      {"mean_workers", "workers", [](const RunResult& r) { return fmt("%.2f", r.kpis.mean_workers); }},
-      {"max_workers", "workers", [](const RunResult& r) { return std::to_string(r.kpis.max_workers); }},
+      {"mean_workers", "workers",
+       [](const RunResult& r) { return fmt("%.2f", r.kpis.mean_workers); }},
+      {"max_workers", "workers",
+       [](const RunResult& r) { return std::to_string(r.kpis.max_workers); }},
       {"scale_actions", "count",
        [](const RunResult& r) { return std::to_string(r.kpis.scale_actions); }},
       {"reversals", "count", [](const RunResult& r) { return std::to_string(r.kpis.reversals); }},
@@ -151,10 +153,8 @@ nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& c
   for (const RunResult& r : results) {
     nlohmann::json actions = nlohmann::json::array();
     for (const Decision& d : r.decisions) {
-      actions.push_back(nlohmann::json{{"t", d.time},
-                                       {"from", d.previous_workers},
-                                       {"to", d.workers},
-                                       {"reason", describe(d)}});
+      actions.push_back(nlohmann::json{
+          {"t", d.time}, {"from", d.previous_workers}, {"to", d.workers}, {"reason", describe(d)}});
     }
     runs.push_back(nlohmann::json{{"label", r.label},
                                   {"policy", r.policy},
@@ -171,8 +171,8 @@ nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& c
                    {"peak_rate", trace.peak_rate},
                    {"total_messages", trace.total_messages},
                    {"notes", trace.notes}};
-  return rounded(
-      nlohmann::json{{"trace", std::move(t)}, {"sim", config.to_json()}, {"runs", std::move(runs)}});
+  return rounded(nlohmann::json{
+      {"trace", std::move(t)}, {"sim", config.to_json()}, {"runs", std::move(runs)}});
 }
 
 void write_series_csv(std::ostream& out, const std::vector<RunResult>& results) {
@@ -199,7 +199,8 @@ void write_series_csv(std::ostream& out, const std::vector<RunResult>& results) 
   }
   out << '\n';
   for (std::size_t i = 0; i < n; ++i) {
-    out << csv_number(results[0].series[i].t) << ',' << csv_number(results[0].series[i].arrival_rate);
+    out << csv_number(results[0].series[i].t) << ','
+        << csv_number(results[0].series[i].arrival_rate);
     for (const RunResult& r : results) {
       const SeriesPoint& p = r.series[i];
       out << ',' << p.lag << ',' << p.workers << ',' << csv_number(p.latency_p99);

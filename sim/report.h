@@ -8,11 +8,10 @@
 // Thread-safety: pure functions.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/simulation.h"
 #include "sim/trace.h"

@@ -136,8 +136,8 @@ class ArrivalGenerator {
     const double m = static_cast<double>(left_in_segment_--);
     const double u = positions_.uniform_pos();
     position_ += (1.0 - position_) * -std::expm1(std::log(u) / m);
-    next_time_ = std::min(segment_start_ + position_ * (segment_end_ - segment_start_),
-                          last_before_end_);
+    next_time_ =
+        std::min(segment_start_ + position_ * (segment_end_ - segment_start_), last_before_end_);
   }
 
   const Trace& trace_;
@@ -339,8 +339,8 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
     const double t0 = static_cast<double>(i - 1) * tick;
     const double t1 = static_cast<double>(i) * tick;
     const int pool = model.pool_size();
-    arrivals.begin_window(t0, t1,
-                          config.model.service_mean_seconds * config.model.stretch(pool), pool);
+    arrivals.begin_window(t0, t1, config.model.service_mean_seconds * config.model.stretch(pool),
+                          pool);
     for (;;) {
       const double te = model.next_event_time();
       const double ta = arrivals.next_time();
@@ -402,15 +402,15 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
   if (k.arrived != k.processed + k.final_lag || k.arrived != arrivals.generated() ||
       k.final_lag != consumer.last_lag()) {
     throw std::logic_error("simulate: conservation violated: arrived " + std::to_string(k.arrived) +
-                           " (generated " + std::to_string(arrivals.generated()) + ") != processed " +
-                           std::to_string(k.processed) + " + final lag " +
+                           " (generated " + std::to_string(arrivals.generated()) +
+                           ") != processed " + std::to_string(k.processed) + " + final lag " +
                            std::to_string(k.final_lag) + " (sampled lag " +
                            std::to_string(consumer.last_lag()) + ")");
   }
 
   if (!lags.empty()) {
-    const std::size_t rank = static_cast<std::size_t>(
-        std::ceil(0.99 * static_cast<double>(lags.size()))) - 1;
+    const std::size_t rank =
+        static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(lags.size()))) - 1;
     std::nth_element(lags.begin(), lags.begin() + static_cast<std::ptrdiff_t>(rank), lags.end());
     k.p99_lag = lags[rank];
   }
@@ -419,16 +419,15 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
   k.mean_workers = k.worker_seconds / k.duration_seconds;
   if (model.completed() > 0) {
     k.mean_wait_seconds = model.total_wait_seconds() / static_cast<double>(model.completed());
-    k.mean_service_seconds =
-        model.total_service_seconds() / static_cast<double>(model.completed());
+    k.mean_service_seconds = model.total_service_seconds() / static_cast<double>(model.completed());
   }
   return result;
 }
 
 RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig& guards,
                    const SimConfig& config) {
-  return simulate(trace, make_policy(spec.name, spec.params), spec.label.empty() ? spec.name : spec.label,
-                  guards, config);
+  return simulate(trace, make_policy(spec.name, spec.params),
+                  spec.label.empty() ? spec.name : spec.label, guards, config);
 }
 
 std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<PolicySpec>& specs,

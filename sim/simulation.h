@@ -34,10 +34,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "policies/guards.h"
 #include "policies/observation.h"
@@ -85,24 +84,24 @@ struct SimConfig {
 };
 
 struct Kpis {
-  double lag_integral = 0.0;       // message*s: sum over ticks of sampled lag * tick_seconds
-  int64_t max_lag = 0;             // messages, highest sampled lag
-  int64_t p99_lag = 0;             // messages, nearest-rank 99th percentile of the tick samples
-  double seconds_above_slo = 0.0;  // s, tick samples with lag > lag_slo, times tick_seconds
-  double worker_seconds = 0.0;     // worker*s: pool size (warming workers included) over time
-  int scale_actions = 0;           // ticks at which the pool size changed
-  int reversals = 0;               // scale actions in the opposite direction of the previous one
-  int max_workers = 0;             // largest pool size (the initial one included)
-  int64_t arrived = 0;             // messages
-  int64_t processed = 0;           // messages (completed, counting progress inside batches)
-  int64_t final_lag = 0;           // messages queued or in service at the end
-  double mean_wait_seconds = 0.0;  // mean queueing delay (service start - arrival) of completed
-                                   // messages; batch fidelity: from each batch's evenly spread
-                                   // arrivals and starts
+  double lag_integral = 0.0;          // message*s: sum over ticks of sampled lag * tick_seconds
+  int64_t max_lag = 0;                // messages, highest sampled lag
+  int64_t p99_lag = 0;                // messages, nearest-rank 99th percentile of the tick samples
+  double seconds_above_slo = 0.0;     // s, tick samples with lag > lag_slo, times tick_seconds
+  double worker_seconds = 0.0;        // worker*s: pool size (warming workers included) over time
+  int scale_actions = 0;              // ticks at which the pool size changed
+  int reversals = 0;                  // scale actions in the opposite direction of the previous one
+  int max_workers = 0;                // largest pool size (the initial one included)
+  int64_t arrived = 0;                // messages
+  int64_t processed = 0;              // messages (completed, counting progress inside batches)
+  int64_t final_lag = 0;              // messages queued or in service at the end
+  double mean_wait_seconds = 0.0;     // mean queueing delay (service start - arrival) of completed
+                                      // messages; batch fidelity: from each batch's evenly spread
+                                      // arrivals and starts
   double mean_service_seconds = 0.0;  // mean service time of completed messages (stretch incl.)
-  double mean_workers = 0.0;       // worker_seconds / duration
+  double mean_workers = 0.0;          // worker_seconds / duration
   int64_t ticks = 0;
-  double duration_seconds = 0.0;   // ticks * tick_seconds
+  double duration_seconds = 0.0;  // ticks * tick_seconds
 };
 
 // One point of the time series (at a tick).
@@ -116,13 +115,13 @@ struct SeriesPoint {
 };
 
 struct RunResult {
-  std::string label;         // the column/row name in reports ("pid", "static:16", ...)
-  std::string policy;        // Policy::name()
+  std::string label;             // the column/row name in reports ("pid", "static:16", ...)
+  std::string policy;            // Policy::name()
   nlohmann::json policy_params;  // Policy::params() at the start of the run
-  std::string fidelity;      // "message" or "batch" (auto resolved)
+  std::string fidelity;          // "message" or "batch" (auto resolved)
   Kpis kpis;
-  std::vector<SeriesPoint> series;   // empty unless SimConfig::record_series
-  std::vector<Decision> decisions;   // the first SimConfig::max_decisions scale actions
+  std::vector<SeriesPoint> series;  // empty unless SimConfig::record_series
+  std::vector<Decision> decisions;  // the first SimConfig::max_decisions scale actions
 };
 
 // Runs `trace` with an already built policy. Throws std::invalid_argument for an unusable trace

@@ -1,12 +1,13 @@
 // ConsumerModel and ConsumerModelConfig on their own: config reading, resize semantics,
 // conservation inside the model.
 
+#include "sim/consumer_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "policies/config_reader.h"
-#include "sim/consumer_model.h"
 
 namespace lagpilot::sim {
 namespace {
@@ -73,7 +74,9 @@ TEST(ConsumerModelConfig, StretchMatchesCapacity) {
   }
 }
 
-ArrivalChunk one(double t) { return ArrivalChunk{t, t, 1}; }
+ArrivalChunk one(double t) {
+  return ArrivalChunk{t, t, 1};
+}
 
 // Runs the model's own events up to `until`.
 void run_until(ConsumerModel& m, double until) {

@@ -3,11 +3,10 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "policies/guards.h"
 #include "policies/policy.h"
@@ -33,10 +32,8 @@ class ScriptedPolicy : public Policy {
   std::vector<Observation>* seen_;
 };
 
-inline std::unique_ptr<Policy> fixed_policy(int workers,
-                                            std::vector<Observation>* seen = nullptr) {
-  return std::make_unique<ScriptedPolicy>([workers](const Observation&) { return workers; },
-                                          seen);
+inline std::unique_ptr<Policy> fixed_policy(int workers, std::vector<Observation>* seen = nullptr) {
+  return std::make_unique<ScriptedPolicy>([workers](const Observation&) { return workers; }, seen);
 }
 
 // Guards that let any size from 0 to 64 through untouched.

@@ -1,5 +1,7 @@
 // simulate(): conservation, determinism, what the policy observes, SimConfig, reports.
 
+#include "sim/simulation.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 #include "sim/report.h"
-#include "sim/simulation.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace lagpilot::sim {
@@ -64,8 +65,8 @@ TEST(Conservation, HoldsUnderWildResizing) {
       auto rng = std::make_shared<std::mt19937>(seed);
       auto policy = std::make_unique<ScriptedPolicy>(
           [rng](const Observation&) { return static_cast<int>((*rng)() % 17); });
-      const RunResult r =
-          simulate(burst_trace(300.0, 900.0, 60.0, 30.0), std::move(policy), "wild", open_guards(), config);
+      const RunResult r = simulate(burst_trace(300.0, 900.0, 60.0, 30.0), std::move(policy), "wild",
+                                   open_guards(), config);
       EXPECT_EQ(r.kpis.arrived, r.kpis.processed + r.kpis.final_lag);
       EXPECT_GT(r.kpis.scale_actions, 100);
       EXPECT_GT(r.kpis.reversals, 50);
@@ -174,8 +175,9 @@ TEST(Kpis, CountedFromTheTicks) {
   config.lag_slo = 2000;
   config.model.warmup_seconds = 0.0;
   config.record_series = true;
-  auto policy = std::make_unique<ScriptedPolicy>(
-      [](const Observation& o) { return o.time < 60 ? 2 : o.time < 120 ? 8 : 3; });
+  auto policy = std::make_unique<ScriptedPolicy>([](const Observation& o) {
+    return o.time < 60 ? 2 : o.time < 120 ? 8 : 3;
+  });
   const RunResult r =
       simulate(constant_trace(350.0, 180.0), std::move(policy), "script", open_guards(), config);
   ASSERT_EQ(r.series.size(), 180u);
@@ -260,9 +262,9 @@ TEST(Simulate, RejectsBadInput) {
   config.tick_seconds = 0.0;
   EXPECT_THROW(simulate(constant_trace(10.0, 10.0), fixed_policy(1), "x", open_guards(), config),
                std::invalid_argument);
-  EXPECT_THROW(simulate(constant_trace(10.0, 10.0), PolicySpec{"nope", {}, ""}, GuardConfig{},
-                        SimConfig{}),
-               ConfigError);
+  EXPECT_THROW(
+      simulate(constant_trace(10.0, 10.0), PolicySpec{"nope", {}, ""}, GuardConfig{}, SimConfig{}),
+      ConfigError);
 }
 
 TEST(Simulate, TicksAndBinsNeedNotAlign) {

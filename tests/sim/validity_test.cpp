@@ -146,8 +146,8 @@ TEST(Warmup, NewWorkersAddNoThroughputBeforeWarmup) {
     // Scale 2 -> 8 at the tick t = 20 under a permanent backlog.
     auto policy = std::make_unique<ScriptedPolicy>(
         [](const Observation& obs) { return obs.time >= 20.0 ? 8 : 2; });
-    const RunResult r =
-        simulate(constant_trace(2.0 * c8, 40.0), std::move(policy), "warmup", open_guards(), config);
+    const RunResult r = simulate(constant_trace(2.0 * c8, 40.0), std::move(policy), "warmup",
+                                 open_guards(), config);
     ASSERT_EQ(r.series.size(), 40u);
     auto mean_rate = [&](int from_t, int to_t) {  // ticks ending in (from_t, to_t]
       double sum = 0.0;
