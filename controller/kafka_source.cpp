@@ -448,6 +448,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       rd_kafka_topic_partition_list_add(list, p->topic.c_str(), p->partition);
     const rd_kafka_resp_err_t err =
         pause ? rd_kafka_pause_partitions(rk, list) : rd_kafka_resume_partitions(rk, list);
+    for (int i = 0; i < list->cnt; ++i) spdlog::info("DBG {} {}[{}] err {} top {}", pause ? "pause" : "resume", list->elems[i].topic, list->elems[i].partition, rd_kafka_err2str(list->elems[i].err), rd_kafka_err2str(err));
     {
       std::lock_guard<std::mutex> lock(mu);
       for (int i = 0; i < list->cnt; ++i) {

@@ -396,9 +396,11 @@ void ConsumerModel::resize(double now, int workers) {
 int64_t ConsumerModel::progress(const Worker& k, double now) const {
   if (now >= k.end) return k.chunk.count;
   if (k.chunk.count == 1 || now <= k.start) return 0;
+  // Nearest, not floor: the unbiased count (floor would over-state the lag by half a message
+  // per batch in service).
   const double f = (now - k.start) / (k.end - k.start);
   return std::min<int64_t>(
-      k.chunk.count, static_cast<int64_t>(std::floor(f * static_cast<double>(k.chunk.count))));
+      k.chunk.count, std::llround(f * static_cast<double>(k.chunk.count)));
 }
 
 int64_t ConsumerModel::in_system() const {

@@ -173,9 +173,14 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   ASSERT_EQ(p.exit_code, 0) << p.output;
   const std::string ledger = temp_path("term-ledger.txt");
   std::filesystem::remove(ledger);
+  // A short session timeout: the mock cluster waits that long for a departed member.
+  const std::string config = write_file(
+      "term.json", R"({"kafka": {"commit_interval_seconds": 0.5,
+                                 "properties": {"session.timeout.ms": "6000",
+                                                "heartbeat.interval.ms": "500"}}})");
   {
-    ChildProcess run({kBinary, "run", "--bootstrap", bootstrap, "--ledger", ledger,
-                      "--log-format", "json"},
+    ChildProcess run({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
+                      ledger, "--log-format", "json"},
                      temp_path("term-run.log"));
     // Wait (on the child's own status lines) until the backlog is consumed and committed.
     for (int lines = 0; lines < 120; ++lines) {
@@ -190,7 +195,8 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   const auto first = read_ledger(ledger).size();
   EXPECT_GE(first, 3000u);
   // Everything was committed on the way out: a second consumer in the group gets nothing again.
-  ChildProcess again({kBinary, "run", "--bootstrap", bootstrap, "--ledger", ledger, "--until-drained"},
+  ChildProcess again({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
+                      ledger, "--until-drained"},
                      temp_path("term-run.log"));
   EXPECT_EQ(again.wait(), 0);
   EXPECT_EQ(read_ledger(ledger).size(), first);
