@@ -187,6 +187,14 @@ double ConsumerModel::stretch_of(int busy) {
   return stretch_table_[busy];
 }
 
+double ConsumerModel::stretch_at(double busy) const {
+  const double n = std::max(1.0, busy);
+  const double usl = 1.0 + config_.usl_sigma * (n - 1.0) + config_.usl_kappa * n * (n - 1.0);
+  if (config_.downstream_capacity <= 0.0) return usl;
+  const double offered = n / (config_.service_mean_seconds * usl);
+  return usl * std::max(1.0, offered / config_.downstream_capacity);
+}
+
 double ConsumerModel::draw_work(int64_t count) {
   if (count == 1) {
     switch (distribution_) {
@@ -227,7 +235,18 @@ void ConsumerModel::free_worker(int w) {
 void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   integrate_busy(now);
   ++busy_;
-  const double s = stretch_of(busy_);
+  double s;
+  int busy_class = busy_;
+  if (!batch_fidelity_) {
+    s = stretch_of(busy_);
+  } else {
+    // A worker holding a batch that trickles in works only part of the time: count the other
+    // workers by the fraction of time they work (1 each with a backlog, as in message mode).
+    const double concurrency = 1.0 + busy_rate_sum_;
+    busy_class = std::max(1, static_cast<int>(std::lround(concurrency)));
+    stretch_of(busy_class);  // sizes the tables
+    s = stretch_at(concurrency);
+  }
   const double work = draw_work(chunk.count) * s;
   double end = now + work;
   double rate = 1.0;
@@ -245,7 +264,7 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   k.end = end;
   k.work = work;
   k.busy_rate = rate;
-  k.busy_at_start = busy_;
+  k.busy_at_start = busy_class;
   k.chunk = chunk;
   busy_rate_sum_ += rate;
   events_.schedule(end, EventPayload{static_cast<uint32_t>(w), k.generation});

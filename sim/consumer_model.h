@@ -10,6 +10,9 @@
 //     workers always busy the throughput is n / (mean * stretch(n)) = capacity(n): the Universal
 //     Scalability Law curve (contention sigma, coherency kappa), capped at the downstream
 //     capacity (past which service time grows with concurrency, so throughput stays flat).
+//     (Batch fidelity: n = 1 + the other workers weighted by the fraction of time they work, a
+//     worker on a batch that trickles in being busy only part of the time; the formula is
+//     evaluated at that fractional n.)
 //   - Resize. A new worker is not productive until `warmup_seconds` after it was added.
 //     Shrinking removes warming workers first (newest first), then idle workers, then marks busy
 //     workers to retire after the message (or batch) in hand. Growing first cancels pending
@@ -188,7 +191,8 @@ class ConsumerModel {
     busy_since_ = now;
   }
   double draw_work(int64_t count);
-  double stretch_of(int busy);
+  double stretch_of(int busy);          // table lookup for whole numbers of busy workers
+  double stretch_at(double busy) const;  // the same formula for a fractional concurrency
   int64_t progress(const Worker& w, double now) const;
 
   ConsumerModelConfig config_;

@@ -1,0 +1,149 @@
+// End-to-end consumption benchmarks against the embedded broker (issue #3), side by side in one
+// run on the same topic:
+//   1. no-op handler: lagpilot's KafkaSource + WorkerPool (the code `lagpilot run` runs) versus a
+//      plain librdkafka consumer, kcat, writing to /dev/null. Prints both rates and the ratio
+//      (goal: >= 0.9).
+//   2. 1 ms handler: throughput with 16 workers versus 1 worker (goal: >= 12x).
+// Rates exclude the consumer-group join (the clock starts at the first consumed message); kcat
+// runs without a group (assign), so it pays no join either.
+//
+// Usage: consume_bench [--messages N] [--partitions P] [--slow-seconds S]
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "controller/embedded_broker.h"
+#include "controller/kafka_source.h"
+#include "controller/producer.h"
+#include "controller/worker_pool.h"
+
+using namespace lagpilot;
+
+namespace {
+
+double wall() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void prefill(const std::string& bootstrap, const std::string& topic, uint64_t n) {
+  SteadyClock clock;
+  ProducerOptions po;
+  po.bootstrap = bootstrap;
+  po.topic = topic;
+  po.rate = 1e9;  // as fast as the broker takes them
+  po.count = n;
+  po.keys = 64;
+  std::atomic<bool> stop{false};
+  const ProducerStats s = PacedProducer(po, clock).run(stop);
+  if (s.delivered != n) {
+    std::fprintf(stderr, "prefill: delivered %llu of %llu\n",
+                 static_cast<unsigned long long>(s.delivered), static_cast<unsigned long long>(n));
+    std::exit(1);
+  }
+}
+
+struct ConsumeResult {
+  double rate = 0;          // messages/s from first consumed to last processed
+  double with_join = 0;     // seconds including the group join
+  uint64_t processed = 0;
+};
+
+// Consumes `topic` with KafkaSource + WorkerPool of `workers` until `target` messages are done
+// or `max_seconds` after the first message.
+ConsumeResult consume_with_lagpilot(const std::string& bootstrap, const std::string& topic,
+                                    const std::string& group, int workers, uint64_t target,
+                                    double max_seconds, MessageHandler handler) {
+  SteadyClock clock;
+  WorkerPoolOptions po;
+  po.initial_workers = workers;
+  po.max_workers = workers;
+  po.queue_capacity = 10000;
+  WorkerPool pool(po, clock);
+  KafkaSourceConfig kc;
+  kc.bootstrap_servers = bootstrap;
+  kc.topics = {topic};
+  kc.group_id = group;
+  kc.properties["session.timeout.ms"] = "6000";
+  KafkaSource source(kc, pool, std::move(handler), clock);
+  const double start = wall();
+  source.start();
+  double first = 0;
+  ConsumeResult r;
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const SourceStats s = source.stats(false);
+    if (first == 0 && s.consumed > 0) first = wall();
+    r.processed = s.processed + s.failed;
+    if (r.processed >= target || (first > 0 && wall() - first >= max_seconds)) break;
+    if (wall() - start > 120) break;
+  }
+  const double end = wall();
+  r.rate = first > 0 ? r.processed / (end - first) : 0;
+  r.with_join = end - start;
+  source.stop(5);
+  pool.shutdown(5);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t messages = 1'000'000;
+  int partitions = 16;
+  double slow_seconds = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--messages") messages = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--partitions") partitions = std::atoi(argv[i + 1]);
+    else if (a == "--slow-seconds") slow_seconds = std::atof(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: consume_bench [--messages N] [--partitions P] [--slow-seconds S]\n");
+      return 2;
+    }
+  }
+  EmbeddedBroker broker({1, {{"fast", partitions}, {"slow", partitions}}});
+  const std::string b = broker.bootstrap_servers();
+  std::printf("prefilling %llu messages into %d partitions...\n",
+              static_cast<unsigned long long>(messages), partitions);
+  prefill(b, "fast", messages);
+
+  // 1. kcat (plain librdkafka consumer) to /dev/null.
+  double t0 = wall();
+  const std::string kcat = "kcat -C -b " + b + " -t fast -o beginning -e -q > /dev/null 2>&1";
+  const int rc = std::system(kcat.c_str());
+  const double kcat_seconds = wall() - t0;
+  if (rc != 0) {
+    std::fprintf(stderr, "kcat failed (%d); is it installed?\n", rc);
+    return 1;
+  }
+  const double kcat_rate = messages / kcat_seconds;
+
+  // lagpilot: no-op handler, default ordering (key), 4 workers.
+  const ConsumeResult lp = consume_with_lagpilot(b, "fast", "bench-noop", 4, messages, 120,
+                                                 [](const SourceMessage&) {});
+  std::printf("no-op handler, %llu messages:\n", static_cast<unsigned long long>(messages));
+  std::printf("  kcat -C (plain librdkafka) : %10.0f msg/s (%.2f s, process start included)\n",
+              kcat_rate, kcat_seconds);
+  std::printf("  lagpilot source + pool     : %10.0f msg/s (%.2f s incl. group join)\n", lp.rate,
+              lp.with_join);
+  std::printf("  ratio lagpilot / kcat      : %10.2f  (goal >= 0.90)\n", lp.rate / kcat_rate);
+
+  // 2. 1 ms handler: 16 workers versus 1.
+  const uint64_t slow_messages = static_cast<uint64_t>(20000 * slow_seconds);
+  prefill(b, "slow", slow_messages);
+  auto sleep_1ms = [](const SourceMessage&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  const ConsumeResult one = consume_with_lagpilot(b, "slow", "bench-slow-1", 1, slow_messages,
+                                                  slow_seconds, sleep_1ms);
+  const ConsumeResult sixteen = consume_with_lagpilot(b, "slow", "bench-slow-16", 16,
+                                                      slow_messages, slow_seconds, sleep_1ms);
+  std::printf("1 ms handler (unordered by key: 64 keys over %d partitions):\n", partitions);
+  std::printf("  1 worker                   : %10.0f msg/s\n", one.rate);
+  std::printf("  16 workers                 : %10.0f msg/s\n", sixteen.rate);
+  std::printf("  ratio 16 / 1               : %10.2f  (goal >= 12)\n", sixteen.rate / one.rate);
+  return 0;
+}
