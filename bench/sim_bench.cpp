@@ -5,6 +5,8 @@
 //                          >= 5 M events/s (counter "events/s").
 //   BM_ModelOnly           the same events through ConsumerModel alone (no controller, no arrival
 //                          generator): the engine's own ceiling.
+//   BM_WorldCup98EngineOnly  the same trace under a do-nothing policy: the simulator's (and the
+//                          Controller's) own cost, without any policy's decide().
 //   BM_WorldCup98Batch     the whole World Cup 98 trace (87 days of per-minute counts) scaled to
 //                          peak at 1.2 x capacity(max_workers), batch fidelity, under pid,
 //                          threshold, hpa, keda and static:16. Goal: < 20 s for all five (one
@@ -106,7 +108,17 @@ void BM_WorldCup98Batch(benchmark::State& state) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const std::clock_t cpu_start = std::clock();
-    const auto results = simulate_all(trace, specs, guards, config, threads);
+    std::vector<RunResult> results;
+    if (threads <= 1) {  // one by one, to show what each policy costs
+      for (const PolicySpec& spec : specs) {
+        const std::clock_t policy_start = std::clock();
+        results.push_back(simulate(trace, spec, guards, config));
+        std::printf("  %-10s %6.2f s CPU\n", spec.label.c_str(),
+                    double(std::clock() - policy_start) / CLOCKS_PER_SEC);
+      }
+    } else {
+      results = simulate_all(trace, specs, guards, config, threads);
+    }
     const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -134,6 +146,29 @@ BENCHMARK(BM_WorldCup98Batch)
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
+
+// The simulator's own cost on the same trace: a policy that does nothing (no reason text), so
+// the difference to BM_WorldCup98Batch is what the policies' decide() costs.
+class NoopPolicy : public Policy {
+ public:
+  std::string name() const override { return "noop"; }
+  Proposal decide(const Observation&) override { return Proposal{16, {}}; }
+  nlohmann::json params() const override { return nlohmann::json::object(); }
+};
+
+void BM_WorldCup98EngineOnly(benchmark::State& state) {
+  SimConfig config;
+  GuardConfig guards;
+  Trace trace = load_trace(wc98_path());
+  trace = scale_to_peak(std::move(trace), 1.2 * config.model.capacity(guards.max_workers));
+  int64_t ticks = 0;
+  for (auto _ : state) {
+    const RunResult r = simulate(trace, std::make_unique<NoopPolicy>(), "noop", guards, config);
+    ticks += r.kpis.ticks;
+  }
+  state.counters["ticks/s"] = benchmark::Counter(double(ticks), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_WorldCup98EngineOnly)->Iterations(1)->Unit(benchmark::kSecond);
 
 }  // namespace
 }  // namespace lagpilot::sim

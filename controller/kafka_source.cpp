@@ -105,15 +105,17 @@ struct PartitionState {
   // Ordering lanes: a lane exists while one of its messages is in the pool / pending /
   // running; the deque holds the lane's messages waiting behind it, in offset order.
   std::unordered_map<std::string, std::deque<std::shared_ptr<Work>>> lanes;
-  int64_t unfinished = 0;  // consumed, not finished (also counted in Core::unfinished unless
-                           // detached)
-  int running = 0;         // handlers running now
-  bool draining = false;   // being revoked: completions signal Core::drained_cv
-  bool revoked = false;    // given up: queued tasks skip the handler, lanes are closed
-  bool detached = false;   // removed from the assignment and from Core::unfinished
-  bool paused = false;     // rd_kafka_pause_partitions succeeded for it
-  int64_t committed = -1;  // broker-acknowledged commit offset
-  int64_t low = -1;        // watermarks, last known
+  int64_t unfinished = 0;     // consumed, not finished (also counted in Core::unfinished unless
+                              // detached)
+  int running = 0;            // handlers running now
+  bool draining = false;      // being revoked: completions signal Core::drained_cv
+  bool revoked = false;       // given up: queued tasks skip the handler, lanes are closed
+  bool detached = false;      // removed from the assignment and from Core::unfinished
+  bool paused = false;        // rd_kafka_pause_partitions succeeded for it
+  bool repause = false;       // a message arrived although paused: pause again
+  int64_t refetch_from = -1;  // lowest offset refused while paused, to fetch again
+  int64_t committed = -1;     // broker-acknowledged commit offset
+  int64_t low = -1;           // watermarks, last known
   int64_t high = -1;
   bool expiry_warned = false;
 };
@@ -161,6 +163,8 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   double max_poll_interval_seconds = 300.0;
   int64_t fetch_max_bytes = 52428800;
   int64_t max_partition_fetch_bytes = 1048576;
+  // Start offset for a partition without a committed offset (auto.offset.reset).
+  int64_t start_when_uncommitted = RD_KAFKA_OFFSET_BEGINNING;
 
   // ---- Atomics (control thread writes, poll thread reads) ----
   std::atomic<bool> operator_paused{false};  // atomic: set by any thread, read by the poll loop
@@ -184,7 +188,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   int64_t max_pending_seen = 0;
   uint64_t consumed = 0, processed = 0, failed = 0, lost_to_retention = 0;
   uint64_t commits = 0, commit_failures = 0, dropped = 0, duplicates = 0;
-  uint64_t pauses = 0, resumes = 0;
+  uint64_t pauses = 0, resumes = 0, refused_while_paused = 0;
   uint64_t consumed_bytes = 0;
   double max_handler_seconds = 0;
   AgeHistogram ages;
@@ -306,6 +310,15 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       return;
     }
     const std::shared_ptr<PartitionState>& part = it->second;
+    if (part->paused) {
+      // librdkafka lost our pause (see on_assign). Do not take this message nor any later one
+      // of this partition: pause again, and fetch again from the first refused offset when
+      // resuming (wake_fetchers seeks there).
+      if (part->refetch_from < 0 || m->offset < part->refetch_from) part->refetch_from = m->offset;
+      part->repause = true;
+      ++refused_while_paused;
+      return;
+    }
     const int64_t expected = part->tracker.next_offset();
     if (!part->tracker.dispatch(m->offset)) {
       ++duplicates;
@@ -424,7 +437,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       } else if (backpressure_paused && !pool_backpressure && unfinished <= resume_unfinished) {
         backpressure_paused = false;
       }
-      want = backpressure_paused || operator_paused.load() || stop_requested.load();
+      want = want_paused();
       if (want != paused_now) {
         paused_now = want;
         if (want) {
@@ -434,10 +447,15 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
         }
       }
       for (auto& [key, part] : partitions) {
-        if (!part->revoked && part->paused != want) change.push_back(part);
+        if (!part->revoked && (part->paused != want || (want && part->repause)))
+          change.push_back(part);
       }
     }
-    if (!change.empty()) set_paused(change, want);
+    if (!change.empty()) set_paused(change, want);  // a resume also seeks (wake_fetchers)
+  }
+
+  bool want_paused() const {
+    return backpressure_paused || operator_paused.load() || stop_requested.load();
   }
 
   // Pauses or resumes these partitions in librdkafka and records the outcome.
@@ -448,12 +466,13 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       rd_kafka_topic_partition_list_add(list, p->topic.c_str(), p->partition);
     const rd_kafka_resp_err_t err =
         pause ? rd_kafka_pause_partitions(rk, list) : rd_kafka_resume_partitions(rk, list);
-    for (int i = 0; i < list->cnt; ++i) spdlog::info("DBG {} {}[{}] err {} top {}", pause ? "pause" : "resume", list->elems[i].topic, list->elems[i].partition, rd_kafka_err2str(list->elems[i].err), rd_kafka_err2str(err));
     {
       std::lock_guard<std::mutex> lock(mu);
       for (int i = 0; i < list->cnt; ++i) {
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
           parts[static_cast<std::size_t>(i)]->paused = pause;
+          parts[static_cast<std::size_t>(i)]->repause = false;
+        }
       }
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -473,7 +492,9 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
     {
       std::lock_guard<std::mutex> lock(mu);
       for (const auto& p : parts) {
-        const int64_t next = p->tracker.next_offset();
+        const int64_t next =
+            p->tracker.next_offset() >= 0 ? p->tracker.next_offset() : p->refetch_from;
+        p->refetch_from = -1;
         if (next < 0 || p->revoked) continue;
         if (list == nullptr)
           list = rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
@@ -611,10 +632,16 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       for (int i = 0; i < committed->cnt; ++i) {
         const rd_kafka_topic_partition_t& e = committed->elems[i];
         auto part = std::make_shared<PartitionState>(e.topic, e.partition);
-        const int64_t offset = cerr == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                                       e.err == RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0
-                                   ? e.offset
-                                   : -1;
+        const bool known =
+            cerr == RD_KAFKA_RESP_ERR_NO_ERROR && e.err == RD_KAFKA_RESP_ERR_NO_ERROR;
+        const int64_t offset = known && e.offset >= 0 ? e.offset : -1;
+        // Explicit start offsets let librdkafka start the fetchers inside rd_kafka_assign()
+        // (no OffsetFetch of its own), so a pause issued right after it cannot race with the
+        // fetcher start: librdkafka 2.0 drops whichever of two racing partition ops got the
+        // older version barrier (a lost pause leaks messages, a lost start stalls).
+        parts->elems[i].offset = offset >= 0 ? offset
+                                 : known     ? start_when_uncommitted
+                                             : RD_KAFKA_OFFSET_INVALID;
         part->committed = offset;
         part->tracker.reset(offset);
         auto& slot = partitions[{part->topic, part->partition}];
@@ -628,7 +655,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
                  (offset >= 0 ? "@" + std::to_string(offset) : "");
       }
       assigned.store(static_cast<int>(partitions.size()));
-      pause_them = paused_now;
+      pause_them = paused_now || want_paused();
     }
     rd_kafka_topic_partition_list_destroy(committed);
 
@@ -1017,6 +1044,12 @@ KafkaSource::KafkaSource(KafkaSourceConfig config, WorkerPool& pool, MessageHand
   c.fetch_max_bytes = conf_get_int(c.conf, "fetch.max.bytes", c.fetch_max_bytes);
   c.max_partition_fetch_bytes =
       conf_get_int(c.conf, "max.partition.fetch.bytes", c.max_partition_fetch_bytes);
+  const std::string reset = conf_get(c.conf, "auto.offset.reset");
+  if (reset == "latest" || reset == "largest" || reset == "end") {
+    c.start_when_uncommitted = RD_KAFKA_OFFSET_END;
+  } else if (reset == "error") {
+    c.start_when_uncommitted = RD_KAFKA_OFFSET_INVALID;  // librdkafka reports it
+  }
   c.max_poll_interval_seconds =
       static_cast<double>(conf_get_int(c.conf, "max.poll.interval.ms", 300000)) / 1000.0;
   if (c.fetch_max_bytes > kFetchMaxBytesWarnAbove) {
@@ -1158,6 +1191,7 @@ SourceStats KafkaSource::stats(bool refresh_watermarks) {
   s.commit_failures = c.commit_failures;
   s.dropped = c.dropped;
   s.duplicates_skipped = c.duplicates;
+  s.refused_while_paused = c.refused_while_paused;
   s.pauses = c.pauses;
   s.resumes = c.resumes;
   s.unfinished = c.unfinished;

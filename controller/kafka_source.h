@@ -28,7 +28,12 @@
 //    paused. An operator pause (pause_consumption) pauses too; workers finish what they hold.
 //    librdkafka 2.0 does not wake its fetcher on resume (fetching restarted up to 1 s late,
 //    which capped throughput at a few thousand msg/s with a small queue), so each resume is
-//    followed by an async seek to the resume position itself, which wakes it.
+//    followed by an async seek to the resume position itself, which wakes it. Assignments
+//    carry explicit start offsets (the committed offset, or the auto.offset.reset end) so that
+//    librdkafka starts the fetchers before rd_kafka_assign returns: a pause issued while it
+//    starts them could be dropped by librdkafka (racing partition ops). Should a message still
+//    arrive for a paused partition, it is not taken: the partition is paused again and the
+//    message fetched again on resume (refused_while_paused counts these).
 //  * Retention: each partition remembers the next offset it expects (the committed offset at
 //    assignment, then last offset + 1). When a message arrives above it, the gap is checked
 //    against the log start offset (librdkafka's value from the last fetch response, or a
@@ -136,9 +141,10 @@ struct SourceStats {
   uint64_t lost_to_retention = 0;  // records that expired before they were consumed
   uint64_t commits = 0;            // successful offset commits (requests)
   uint64_t commit_failures = 0;
-  uint64_t dropped = 0;             // consumed, then given up (revoke/stop timeout; redelivered)
-  uint64_t duplicates_skipped = 0;  // re-deliveries of an offset already dispatched
-  uint64_t pauses = 0;              // times the partitions were paused (backpressure/operator)
+  uint64_t dropped = 0;               // consumed, then given up (revoke/stop timeout; redelivered)
+  uint64_t duplicates_skipped = 0;    // re-deliveries of an offset already dispatched
+  uint64_t refused_while_paused = 0;  // delivered despite a pause; fetched again later
+  uint64_t pauses = 0;                // times the partitions were paused (backpressure/operator)
   uint64_t resumes = 0;
   int64_t unfinished = 0;  // consumed, not finished, now
   int64_t max_unfinished_seen = 0;

@@ -418,8 +418,7 @@ int64_t ConsumerModel::progress(const Worker& k, double now) const {
   // Nearest, not floor: the unbiased count (floor would over-state the lag by half a message
   // per batch in service).
   const double f = (now - k.start) / (k.end - k.start);
-  return std::min<int64_t>(
-      k.chunk.count, std::llround(f * static_cast<double>(k.chunk.count)));
+  return std::min<int64_t>(k.chunk.count, std::llround(f * static_cast<double>(k.chunk.count)));
 }
 
 int64_t ConsumerModel::in_system() const {

@@ -24,9 +24,9 @@
 //         W = stretch(n) * (sum of `count` service times)   (drawn at once, see below)
 //     and finishes at e = s + max(W, (last_arrival - s) + W / count): it cannot finish before
 //     its last message arrived. Progress through a batch is counted linearly between s and e
-//     when the model is sampled, so the processed count (and the lag) at a tick stays within
-//     one message per busy worker of what per-message simulation would give, and a batch that
-//     trickles in at light load does not show up as a lag of the whole batch. The sum of
+//     (to the nearest message) when the model is sampled, so a batch in service adds only its
+//     unfinished part to the lag at a tick, and a batch that trickles in at light load does not
+//     show up as a lag of the whole batch. The sum of
 //     `count` service times is a Gamma variate with the exact mean and variance (exact for
 //     exponential service; an approximation for lognormal), count * mean for deterministic.
 //
@@ -191,7 +191,7 @@ class ConsumerModel {
     busy_since_ = now;
   }
   double draw_work(int64_t count);
-  double stretch_of(int busy);          // table lookup for whole numbers of busy workers
+  double stretch_of(int busy);           // table lookup for whole numbers of busy workers
   double stretch_at(double busy) const;  // the same formula for a fractional concurrency
   int64_t progress(const Worker& w, double now) const;
 

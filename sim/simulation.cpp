@@ -55,23 +55,32 @@ class ArrivalGenerator {
     left_in_segment_ = 0;
     if (batch_) {
       while (next_segment()) {
-        // Batches of this segment: enough that none holds more than batch_size messages, and
-        // enough that one worker can keep up with each as it trickles in (capped by the pool).
+        // Batches of this segment, in `lanes` parallel streams that each cover the segment in
+        // `slots` consecutive sub-windows: enough lanes that one worker keeps up with each lane
+        // as it trickles in (capped by the pool), enough slots that no batch holds more than
+        // batch_size messages. A batch becomes available when its sub-window opens.
         const int64_t n = left_in_segment_;
         const double length = segment_end_ - segment_start_;
         const double work = static_cast<double>(n) * seconds_per_message_;
         if (n <= batch_size_ && work <= length) {  // the common light-load case: one batch
           chunks_.push_back(ArrivalChunk{segment_start_, segment_end_, n});
         } else {
-          const int64_t k_size = (n + batch_size_ - 1) / batch_size_;
-          const int64_t k_work = static_cast<int64_t>(std::min(
-              {std::ceil(work / length), static_cast<double>(pool_size_), static_cast<double>(n)}));
-          const int64_t k = std::max(k_size, k_work);
-          const int64_t base = n / k;
-          const int64_t extra = n % k;
-          for (int64_t i = 0; i < k; ++i) {
-            chunks_.push_back(
-                ArrivalChunk{segment_start_, segment_end_, base + (i < extra ? 1 : 0)});
+          const int64_t lanes =
+              std::max<int64_t>(1, static_cast<int64_t>(std::min({std::ceil(work / length),
+                                                                  static_cast<double>(pool_size_),
+                                                                  static_cast<double>(n)})));
+          const int64_t by_size = (n + batch_size_ - 1) / batch_size_;
+          const int64_t slots = std::max<int64_t>(1, (by_size + lanes - 1) / lanes);
+          const int64_t count = std::min(n, lanes * slots);
+          const int64_t used_slots = (count + lanes - 1) / lanes;
+          const double slot_length = length / static_cast<double>(used_slots);
+          const int64_t base = n / count;
+          const int64_t extra = n % count;
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t slot = i / lanes;
+            const double from = segment_start_ + static_cast<double>(slot) * slot_length;
+            const double to = slot + 1 == used_slots ? segment_end_ : from + slot_length;
+            chunks_.push_back(ArrivalChunk{from, to, base + (i < extra ? 1 : 0)});
           }
         }
         left_in_segment_ = 0;

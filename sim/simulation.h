@@ -18,14 +18,17 @@
 //
 // Fidelity (SimConfig::fidelity):
 //   message  one event per arrival and one per completion: exact M/G/c-with-scaling queueing.
-//   batch    a segment's messages become ceil(n / batch_size) batches (more when one worker
-//            could not keep up with a batch as it trickles in: at least n * service time * stretch
-//            / L of them, capped by the pool size), each spread over the whole segment; one event
-//            per batch arrival and per batch completion. A batch never spans a tick, so arrivals
-//            at ticks are exact; see ConsumerModel for how progress inside a batch is counted.
-//            Agrees with `message` within a few percent on lag integral, worker-seconds and
-//            processed when lag is mostly queueing; at light load it over-states the lag by up to
-//            about a batch per busy worker (lower batch_size if that matters).
+//   batch    a segment's n messages become batches of at most batch_size messages, laid out as
+//            `lanes` parallel streams that each cover the segment in consecutive sub-windows;
+//            lanes = ceil(n * mean service time * stretch(pool) / L), capped by the pool size,
+//            so that one worker keeps up with each lane as its messages trickle in. One event per
+//            batch arrival (when its sub-window opens) and one per batch completion. A batch
+//            never spans a tick, so the arrivals at every tick are exact; ConsumerModel says how
+//            progress inside a batch is counted. Accuracy against `message` (same seeds, real
+//            policies, a 3.5-day World Cup 98 slice compressed 6x): worker-seconds within 0.2 %,
+//            lag integral within 3-6 % with batch_size 100 and within 1 % with batch_size 10;
+//            with a standing backlog within 0.1 %. At light load it over-states the lag by up to
+//            about one batch (lower batch_size if that matters).
 //   auto     (default) `message` when the trace's expected message count is at most
 //            auto_message_limit (20 M), else `batch`.
 //
@@ -57,7 +60,8 @@ struct SimConfig {
   std::string fidelity = "auto";
   // `auto` picks `message` when the trace's expected message count is at most this.
   int64_t auto_message_limit = 20'000'000;
-  // Batch fidelity: at most this many messages per batch (>= 1).
+  // Batch fidelity: at most this many messages per batch (>= 1). Smaller is closer to
+  // `message` and slower: 10 is within about 1 % of it (see above).
   int batch_size = 100;
   // Seeds every random stream (arrival counts, arrival positions, service times).
   uint64_t seed = 1;

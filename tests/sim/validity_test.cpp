@@ -207,6 +207,26 @@ TEST(Fidelity, MessageAndBatchAgreeOnKpis) {
   EXPECT_GT(m.kpis.max_lag, 20000);  // the burst did build a backlog
 }
 
+TEST(Fidelity, SmallBatchesConvergeToMessageFidelity) {
+  // 16 workers at 90 % of their capacity: many small batches per tick, each trickling in. A
+  // batch must not hold a worker for longer than its messages need, or capacity collapses.
+  SimConfig config = plain_config("message");
+  config.initial_workers = 16;
+  const Trace trace = constant_trace(0.9 * config.model.capacity(16), 300.0);
+  const RunResult m = simulate(trace, fixed_policy(16), "message", open_guards(), config);
+  config.fidelity = "batch";
+  config.batch_size = 10;
+  const RunResult b = simulate(trace, fixed_policy(16), "batch", open_guards(), config);
+  EXPECT_EQ(m.kpis.arrived, b.kpis.arrived);
+  const double m_mean = m.kpis.lag_integral / m.kpis.duration_seconds;
+  const double b_mean = b.kpis.lag_integral / b.kpis.duration_seconds;
+  EXPECT_LT(m_mean, 50.0);
+  // Batches add up to about a batch of lag at this load; a collapse would add thousands.
+  EXPECT_GE(b_mean, 0.8 * m_mean);
+  EXPECT_LT(b_mean, m_mean + 2.0 * config.batch_size);
+  EXPECT_NEAR(double(b.kpis.processed), double(m.kpis.processed), 0.002 * m.kpis.processed);
+}
+
 TEST(Fidelity, BatchTracksLightLoadClosely) {
   // No backlog at all: lag is what is in service. Batches that trickle in keep it small.
   const Trace trace = constant_trace(150.0, 600.0);
