@@ -28,7 +28,7 @@ enum class Ordering { kKey, kPartition, kUnordered };
 constexpr int kIdlePollMs = 50;  // consumer_poll timeout when nothing waits
 constexpr int kBusyPollMs = 5;   // when the pending buffer waits for room in the pool
 constexpr int kMaxBatch = 512;   // messages taken per poll iteration
-constexpr int kCommittedQueryMs = 5000;
+constexpr int kCommittedQueryMs = 3000;
 constexpr double kRefreshBudgetSeconds = 2.0;
 constexpr int kRefreshQueryMaxMs = 1000;
 constexpr int64_t kFetchMaxBytesWarnAbove = 50LL * 1024 * 1024;  // librdkafka's default
@@ -112,6 +112,7 @@ struct PartitionState {
   bool revoked = false;       // given up: queued tasks skip the handler, lanes are closed
   bool detached = false;      // removed from the assignment and from Core::unfinished
   bool paused = false;        // rd_kafka_pause_partitions succeeded for it
+  bool started = false;       // a message arrived: librdkafka has started its fetcher
   bool repause = false;       // a message arrived although paused: pause again
   int64_t refetch_from = -1;  // lowest offset refused while paused, to fetch again
   int64_t committed = -1;     // broker-acknowledged commit offset
@@ -163,8 +164,6 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   double max_poll_interval_seconds = 300.0;
   int64_t fetch_max_bytes = 52428800;
   int64_t max_partition_fetch_bytes = 1048576;
-  // Start offset for a partition without a committed offset (auto.offset.reset).
-  int64_t start_when_uncommitted = RD_KAFKA_OFFSET_BEGINNING;
 
   // ---- Atomics (control thread writes, poll thread reads) ----
   std::atomic<bool> operator_paused{false};  // atomic: set by any thread, read by the poll loop
@@ -173,6 +172,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   SteadyTime stop_deadline{};                // written before stop_requested (release)
 
   // ---- Poll thread only ----
+  std::vector<std::shared_ptr<PartitionState>> awaiting_committed;  // assigned, offsets unread
   bool backpressure_paused = false;
   bool warned_handler_time = false;
   bool warned_queue_capacity = false;
@@ -310,10 +310,11 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       return;
     }
     const std::shared_ptr<PartitionState>& part = it->second;
-    if (part->paused) {
-      // librdkafka lost our pause (see on_assign). Do not take this message nor any later one
-      // of this partition: pause again, and fetch again from the first refused offset when
-      // resuming (wake_fetchers seeks there).
+    part->started = true;
+    if (part->paused || paused_now) {
+      // Paused (or not yet pausable, see update_pause_state) but a message arrived: do not take
+      // it nor any later one of this partition; pause (again), and fetch again from the first
+      // refused offset when resuming (wake_fetchers seeks there).
       if (part->refetch_from < 0 || m->offset < part->refetch_from) part->refetch_from = m->offset;
       part->repause = true;
       ++refused_while_paused;
@@ -428,7 +429,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
 
   void update_pause_state() {
     const bool pool_backpressure = pool.backpressure();
-    std::vector<std::shared_ptr<PartitionState>> change;
+    std::vector<std::shared_ptr<PartitionState>> change, refetch;
     bool want;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -446,12 +447,23 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
           ++resumes;
         }
       }
+      // Only partitions whose fetcher has started (a message arrived) are paused or resumed:
+      // librdkafka 2.0 drops whichever of two racing partition ops got the older version
+      // barrier, so a pause issued while it is still starting a fetcher after an assignment
+      // could be lost (and leak messages) or could cancel the start (a stall). A partition
+      // not started yet that delivers while a pause is wanted has that message refused
+      // (dispatch_locked) and is paused right after.
       for (auto& [key, part] : partitions) {
-        if (!part->revoked && (part->paused != want || (want && part->repause)))
+        if (part->revoked || !part->started) continue;
+        if (part->paused != want || (want && part->repause)) {
           change.push_back(part);
+        } else if (!want && part->refetch_from >= 0) {
+          refetch.push_back(part);  // refused while its pause had failed: fetch them again
+        }
       }
     }
     if (!change.empty()) set_paused(change, want);  // a resume also seeks (wake_fetchers)
+    if (!refetch.empty()) wake_fetchers(refetch);
   }
 
   bool want_paused() const {
@@ -615,64 +627,80 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
     }
   }
 
+  // Called inside rd_kafka_consumer_poll. Does not block: the committed offsets are read
+  // right after the poll returns (resolve_committed), before any message is dispatched. (A
+  // blocking rd_kafka_committed() inside the callback can stall for its whole timeout while
+  // the group is rebalancing, and the group then rebalances again.) The new partitions are not
+  // paused here either; see update_pause_state.
   void on_assign(rd_kafka_topic_partition_list_t* parts, bool cooperative) {
-    rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(parts);
-    const rd_kafka_resp_err_t cerr = rd_kafka_committed(rk, committed, kCommittedQueryMs);
-    if (cerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      spdlog::warn(
-          "kafka: reading committed offsets failed ({}); lag counts from the log start "
-          "until the first commit",
-          rd_kafka_err2str(cerr));
-    }
-    std::vector<std::shared_ptr<PartitionState>> added;
-    bool pause_them;
     std::string names;
     {
       std::lock_guard<std::mutex> lock(mu);
-      for (int i = 0; i < committed->cnt; ++i) {
-        const rd_kafka_topic_partition_t& e = committed->elems[i];
+      for (int i = 0; i < parts->cnt; ++i) {
+        const rd_kafka_topic_partition_t& e = parts->elems[i];
         auto part = std::make_shared<PartitionState>(e.topic, e.partition);
-        const bool known =
-            cerr == RD_KAFKA_RESP_ERR_NO_ERROR && e.err == RD_KAFKA_RESP_ERR_NO_ERROR;
-        const int64_t offset = known && e.offset >= 0 ? e.offset : -1;
-        // Explicit start offsets let librdkafka start the fetchers inside rd_kafka_assign()
-        // (no OffsetFetch of its own), so a pause issued right after it cannot race with the
-        // fetcher start: librdkafka 2.0 drops whichever of two racing partition ops got the
-        // older version barrier (a lost pause leaks messages, a lost start stalls).
-        parts->elems[i].offset = offset >= 0 ? offset
-                                 : known     ? start_when_uncommitted
-                                             : RD_KAFKA_OFFSET_INVALID;
-        part->committed = offset;
-        part->tracker.reset(offset);
         auto& slot = partitions[{part->topic, part->partition}];
         if (slot) {  // should not happen (revoked first); give the old state up
           give_up_locked(*slot);
           detach_locked(*slot);
         }
         slot = part;
-        added.push_back(part);
-        names += (names.empty() ? "" : ", ") + partition_name(part->topic, part->partition) +
-                 (offset >= 0 ? "@" + std::to_string(offset) : "");
+        awaiting_committed.push_back(part);
+        names += (names.empty() ? "" : ", ") + partition_name(part->topic, part->partition);
       }
       assigned.store(static_cast<int>(partitions.size()));
-      pause_them = paused_now || want_paused();
     }
-    rd_kafka_topic_partition_list_destroy(committed);
-
-    rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (cooperative) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, parts)) {
         spdlog::error("kafka: incremental assign failed: {}", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
-        aerr = RD_KAFKA_RESP_ERR__FAIL;
       }
     } else {
-      aerr = rd_kafka_assign(rk, parts);
-      if (aerr != RD_KAFKA_RESP_ERR_NO_ERROR)
-        spdlog::error("kafka: assign failed: {}", rd_kafka_err2str(aerr));
+      const rd_kafka_resp_err_t err = rd_kafka_assign(rk, parts);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        spdlog::error("kafka: assign failed: {}", rd_kafka_err2str(err));
     }
     spdlog::info("kafka: assigned {} partitions: {}", parts->cnt, names);
-    if (aerr == RD_KAFKA_RESP_ERR_NO_ERROR && pause_them && !added.empty()) set_paused(added, true);
+  }
+
+  // Poll thread, after a poll that assigned partitions and before dispatching: reads their
+  // committed offsets (the expected next offset for the retention check, and the lag base).
+  void resolve_committed() {
+    std::vector<std::shared_ptr<PartitionState>> parts;
+    parts.swap(awaiting_committed);
+    rd_kafka_topic_partition_list_t* list =
+        rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
+    for (const auto& p : parts)
+      rd_kafka_topic_partition_list_add(list, p->topic.c_str(), p->partition);
+    const rd_kafka_resp_err_t err = rd_kafka_committed(rk, list, kCommittedQueryMs);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::warn(
+          "kafka: reading committed offsets failed ({}); records that expired before "
+          "this assignment cannot be counted, and lag counts from the log start until "
+          "the first commit",
+          rd_kafka_err2str(err));
+    }
+    std::string names;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (int i = 0; i < list->cnt; ++i) {
+        const rd_kafka_topic_partition_t& e = list->elems[i];
+        PartitionState& p = *parts[static_cast<std::size_t>(i)];
+        const int64_t offset = err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                                       e.err == RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0
+                                   ? e.offset
+                                   : -1;
+        if (p.revoked || p.tracker.next_offset() >= 0) continue;  // (nothing dispatched yet)
+        p.committed = offset;
+        p.tracker.reset(offset);
+        if (offset >= 0) {
+          names += (names.empty() ? "" : ", ") + partition_name(p.topic, p.partition) + "@" +
+                   std::to_string(offset);
+        }
+      }
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+    if (!names.empty()) spdlog::info("kafka: committed offsets: {}", names);
   }
 
   // Removes a partition from the unfinished count (its leftovers are no longer ours).
@@ -820,6 +848,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       // a message that consumer_poll returns is always dispatched; pausing stops the rest).
       const auto limit = static_cast<std::size_t>(std::clamp<int64_t>(room, 1, kMaxBatch));
       poll_batch(waiting ? kBusyPollMs : kIdlePollMs, limit, batch);
+      if (!awaiting_committed.empty()) resolve_committed();
       if (!batch.empty()) {
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -854,7 +883,8 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, timeout_ms);
     while (m != nullptr) {
       batch.push_back(m);
-      if (batch.size() >= limit) break;
+      // After an assignment, read the committed offsets before taking more messages.
+      if (batch.size() >= limit || !awaiting_committed.empty()) break;
       m = rd_kafka_consumer_poll(rk, 0);
     }
   }
@@ -1044,12 +1074,6 @@ KafkaSource::KafkaSource(KafkaSourceConfig config, WorkerPool& pool, MessageHand
   c.fetch_max_bytes = conf_get_int(c.conf, "fetch.max.bytes", c.fetch_max_bytes);
   c.max_partition_fetch_bytes =
       conf_get_int(c.conf, "max.partition.fetch.bytes", c.max_partition_fetch_bytes);
-  const std::string reset = conf_get(c.conf, "auto.offset.reset");
-  if (reset == "latest" || reset == "largest" || reset == "end") {
-    c.start_when_uncommitted = RD_KAFKA_OFFSET_END;
-  } else if (reset == "error") {
-    c.start_when_uncommitted = RD_KAFKA_OFFSET_INVALID;  // librdkafka reports it
-  }
   c.max_poll_interval_seconds =
       static_cast<double>(conf_get_int(c.conf, "max.poll.interval.ms", 300000)) / 1000.0;
   if (c.fetch_max_bytes > kFetchMaxBytesWarnAbove) {
