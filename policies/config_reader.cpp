@@ -67,9 +67,15 @@ void JsonObjectReader::read(const std::string& key, int64_t& out, int64_t min, i
     throw ConfigError(path_of(key), "must be an integer, got " +
                                         (v->is_number() ? v->dump() : type_name(*v)));
   }
+  // Integral floats such as 1e30 do not fit int64_t: casting them would be undefined.
+  if (integral_float && std::fabs(v->get<double>()) >= 9.2e18) {
+    throw ConfigError(path_of(key), "must be between " + std::to_string(min) + " and " +
+                                        std::to_string(max) + ", got " + v->dump());
+  }
   const int64_t value = v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX
                             ? INT64_MAX
-                            : v->get<int64_t>();
+                            : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
+                                                   : v->get<int64_t>();
   if (value < min || value > max) {
     throw ConfigError(path_of(key), "must be between " + std::to_string(min) + " and " +
                                         std::to_string(max) + ", got " + v->dump());

@@ -1,0 +1,281 @@
+// RuntimeMetrics: counters fed by deltas, scale events, recommended replicas, the text page.
+#include "controller/metrics.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace lagpilot {
+namespace {
+
+// The value of one series ("name" or "name{labels}") in the text page; NaN if absent.
+double sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return std::nan("");
+}
+
+bool has_series(const std::string& text, const std::string& series) {
+  return !std::isnan(sample(text, series));
+}
+
+ConsumerRuntime::TickReport report(int previous, int workers, int policy_workers,
+                                   const std::string& source = "policy") {
+  ConsumerRuntime::TickReport r;
+  r.observation.time = 10;
+  r.observation.current_workers = previous;
+  r.decision.previous_workers = previous;
+  r.decision.workers = workers;
+  r.decision.policy_workers = policy_workers;
+  r.decision.policy = "pid";
+  r.decision.source = source;
+  return r;
+}
+
+PartitionStatus partition(const std::string& topic, int32_t p, int64_t lag, bool paused = false) {
+  PartitionStatus s;
+  s.topic = topic;
+  s.partition = p;
+  s.lag = lag;
+  s.paused = paused;
+  return s;
+}
+
+struct MetricsFixture {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  RuntimeMetrics metrics{registry};
+  GuardConfig guards;
+  void tick(const ConsumerRuntime::TickReport& r, bool override_active = false) {
+    metrics.record_tick(r, guards, override_active, 0.002, 1.7e9);
+  }
+};
+
+TEST(RuntimeMetrics, CountersFollowTheDeltasOfCumulativeSourceCounters) {
+  MetricsFixture f;
+  auto r = report(4, 4, 4);
+  r.source.processed = 10;
+  r.source.failed = 1;
+  r.source.consumed = 12;
+  r.source.lost_to_retention = 0;
+  r.source.commits = 3;
+  f.tick(r);
+  std::string text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_messages_processed_total"), 10);
+  EXPECT_EQ(sample(text, "lagpilot_messages_failed_total"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_messages_consumed_total"), 12);
+  EXPECT_EQ(sample(text, "lagpilot_offset_commits_total{result=\"success\"}"), 3);
+  EXPECT_EQ(sample(text, "lagpilot_offset_commits_total{result=\"failure\"}"), 0);
+
+  r.source.processed = 25;
+  r.source.lost_to_retention = 7;
+  f.tick(r);
+  text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_messages_processed_total"), 25);
+  EXPECT_EQ(sample(text, "lagpilot_messages_lost_to_retention_total"), 7);
+  EXPECT_EQ(sample(text, "lagpilot_messages_failed_total"), 1);  // unchanged source value
+
+  // A cumulative value that went down is a new source: all of it counts.
+  r.source.processed = 5;
+  f.tick(r);
+  text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_messages_processed_total"), 30);
+  EXPECT_EQ(sample(text, "lagpilot_controller_ticks_total"), 3);
+}
+
+TEST(RuntimeMetrics, ScaleEventsAreCountedByDirectionAndSource) {
+  MetricsFixture f;
+  f.tick(report(4, 8, 8));                     // up, policy
+  f.tick(report(8, 8, 8));                     // no change
+  f.tick(report(8, 12, 8, "override"), true);  // up, override
+  f.tick(report(12, 6, 6, "override"), true);  // down, override
+  f.tick(report(6, 5, 5));                     // down, policy
+  f.tick(report(5, 4, 4));                     // down, policy
+  const std::string text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_scale_events_total{direction=\"up\",source=\"policy\"}"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_scale_events_total{direction=\"up\",source=\"override\"}"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_scale_events_total{direction=\"down\",source=\"override\"}"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_scale_events_total{direction=\"down\",source=\"policy\"}"), 2);
+  EXPECT_EQ(sample(text, "lagpilot_override_active"), 0);  // the last tick had none
+}
+
+TEST(RuntimeMetrics, RecommendedReplicasIsTheProposalOverTheMaximumRoundedUp) {
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(40, 16), 3);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(32, 16), 2);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(33, 16), 3);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(16, 16), 1);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(1, 16), 1);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(0, 16), 1);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(-3, 16), 1);
+  EXPECT_EQ(RuntimeMetrics::recommended_replicas(5, 0), 5);
+
+  MetricsFixture f;
+  f.guards.max_workers = 16;
+  f.tick(report(16, 16, 40));  // the guards clamped 40 to 16
+  std::string text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 3);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"proposed\"}"), 40);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"desired\"}"), 16);
+  f.guards.max_workers = 8;  // an operator lowered the bound
+  f.tick(report(16, 8, 40));
+  text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 5);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"max\"}"), 8);
+}
+
+TEST(RuntimeMetrics, GaugesReflectTheLastTick) {
+  MetricsFixture f;
+  f.guards.min_workers = 3;
+  f.guards.max_workers = 12;
+  auto r = report(5, 7, 7);
+  r.observation.total_lag = 1234;
+  r.observation.arrival_rate = 500;
+  r.observation.processed_rate = 450;
+  r.observation.latency_p50 = 0.004;
+  r.observation.latency_p99 = 0.02;
+  r.observation.record_age_p99 = 1.5;
+  r.observation.busy_workers = 4.5;
+  r.observation.queue_depth = 70;
+  r.observation.queue_capacity = 100;
+  r.source.partitions = {partition("events", 0, 1000), partition("events", 1, 234, true)};
+  r.source.assigned_partitions = 2;
+  r.source.unfinished = 90;
+  f.metrics.record_tick(r, f.guards, true, 0.003, 1.7e9 + 5);
+  const std::string text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_consumer_total_lag"), 1234);
+  EXPECT_EQ(sample(text, "lagpilot_consumer_lag{partition=\"0\",topic=\"events\"}"), 1000);
+  EXPECT_EQ(sample(text, "lagpilot_consumer_lag{partition=\"1\",topic=\"events\"}"), 234);
+  EXPECT_EQ(sample(text, "lagpilot_assigned_partitions"), 2);
+  EXPECT_EQ(sample(text, "lagpilot_paused_partitions"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_arrival_rate_messages_per_second"), 500);
+  EXPECT_EQ(sample(text, "lagpilot_processed_rate_messages_per_second"), 450);
+  EXPECT_DOUBLE_EQ(sample(text, "lagpilot_process_latency_p50_seconds"), 0.004);
+  EXPECT_DOUBLE_EQ(sample(text, "lagpilot_process_latency_p99_seconds"), 0.02);
+  EXPECT_DOUBLE_EQ(sample(text, "lagpilot_record_age_p99_seconds"), 1.5);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"current\"}"), 5);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"busy\"}"), 4.5);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"min\"}"), 3);
+  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"max\"}"), 12);
+  EXPECT_EQ(sample(text, "lagpilot_queue_depth_messages"), 70);
+  EXPECT_EQ(sample(text, "lagpilot_queue_capacity_messages"), 100);
+  EXPECT_EQ(sample(text, "lagpilot_unfinished_messages"), 90);
+  EXPECT_EQ(sample(text, "lagpilot_override_active"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_last_tick_timestamp_seconds"), 1.7e9 + 5);
+  EXPECT_EQ(sample(text, "lagpilot_policy_info{policy=\"pid\"}"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_controller_tick_duration_seconds_count"), 1);
+  EXPECT_DOUBLE_EQ(sample(text, "lagpilot_controller_tick_duration_seconds_sum"), 0.003);
+  EXPECT_EQ(sample(text, "lagpilot_controller_tick_duration_seconds_bucket{le=\"0.0025\"}"), 0);
+  EXPECT_EQ(sample(text, "lagpilot_controller_tick_duration_seconds_bucket{le=\"0.005\"}"), 1);
+
+  const nlohmann::json status = f.metrics.last_tick_status();
+  EXPECT_EQ(status["assigned_partitions"], 2);
+  EXPECT_EQ(status["partitions"].size(), 2u);
+  ASSERT_EQ(status["paused_partitions"].size(), 1u);
+  EXPECT_EQ(status["paused_partitions"][0]["partition"], 1);
+  EXPECT_EQ(status["unfinished"], 90);
+}
+
+TEST(RuntimeMetrics, RevokedPartitionsAndOldPoliciesLeaveNoSeries) {
+  MetricsFixture f;
+  auto r = report(4, 4, 4);
+  r.source.partitions = {partition("events", 0, 10), partition("events", 1, 20)};
+  f.tick(r);
+  ASSERT_TRUE(
+      has_series(f.metrics.render(), "lagpilot_consumer_lag{partition=\"1\",topic=\"events\"}"));
+  r.source.partitions = {partition("events", 0, 5)};
+  r.decision.policy = "threshold";
+  f.tick(r);
+  const std::string text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_consumer_lag{partition=\"0\",topic=\"events\"}"), 5);
+  EXPECT_FALSE(has_series(text, "lagpilot_consumer_lag{partition=\"1\",topic=\"events\"}"));
+  EXPECT_EQ(sample(text, "lagpilot_policy_info{policy=\"threshold\"}"), 1);
+  EXPECT_FALSE(has_series(text, "lagpilot_policy_info{policy=\"pid\"}"));
+}
+
+TEST(RuntimeMetrics, PerPartitionLagFallsBackToTheObservation) {
+  MetricsFixture f;
+  auto r = report(4, 4, 4);
+  r.observation.partition_lag = {{"orders", 3, 42}};
+  f.tick(r);
+  EXPECT_EQ(sample(f.metrics.render(), "lagpilot_consumer_lag{partition=\"3\",topic=\"orders\"}"),
+            42);
+}
+
+// Every declared family is on the page with HELP and TYPE, and every sample line parses.
+TEST(RuntimeMetrics, TextPageDeclaresEveryMetricAndParses) {
+  MetricsFixture f;
+  auto r = report(4, 6, 6);
+  r.source.partitions = {partition("events", 0, 10)};
+  f.tick(r);
+  const std::string text = f.metrics.render();
+  const std::vector<std::string> names = RuntimeMetrics::metric_names();
+  // The names the operator docs and alerts rely on.
+  for (const char* required :
+       {"lagpilot_consumer_lag", "lagpilot_consumer_total_lag",
+        "lagpilot_process_latency_p99_seconds", "lagpilot_record_age_p99_seconds",
+        "lagpilot_workers", "lagpilot_queue_depth_messages", "lagpilot_queue_capacity_messages",
+        "lagpilot_paused_partitions", "lagpilot_messages_processed_total",
+        "lagpilot_messages_failed_total", "lagpilot_messages_lost_to_retention_total",
+        "lagpilot_scale_events_total", "lagpilot_override_active",
+        "lagpilot_controller_tick_duration_seconds", "lagpilot_policy_info",
+        "lagpilot_recommended_replicas", "lagpilot_last_tick_timestamp_seconds"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
+  }
+  for (const std::string& name : names) {
+    EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
+    EXPECT_NE(text.find("# TYPE " + name + " "), std::string::npos) << name;
+    // Conventions: counters end in _total, nothing else does.
+    const bool is_counter = text.find("# TYPE " + name + " counter") != std::string::npos;
+    const bool ends_total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+    EXPECT_EQ(is_counter, ends_total) << name;
+  }
+  const std::regex sample_line(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? [-+]?([0-9.eE+-]+|Inf|NaN)$)");
+  std::istringstream in(text);
+  std::string line;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(std::regex_match(line, sample_line)) << line;
+    ++samples;
+  }
+  EXPECT_GT(samples, static_cast<int>(names.size()));
+}
+
+// promtool's linter (naming, units, HELP) when it is installed.
+TEST(RuntimeMetrics, PromtoolAcceptsTheTextPage) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed";
+  }
+  MetricsFixture f;
+  auto r = report(4, 6, 6);
+  r.source.partitions = {partition("events", 0, 10)};
+  f.tick(r);
+  const std::string path = "/tmp/lagpilot-metrics-test-" + std::to_string(::getpid()) + ".txt";
+  {
+    std::ofstream out(path);
+    out << f.metrics.render();
+  }
+  const std::string command = "promtool check metrics < " + path + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = ::pclose(pipe);
+  std::remove(path.c_str());
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "");
+}
+
+}  // namespace
+}  // namespace lagpilot
