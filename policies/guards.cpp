@@ -1,15 +1,22 @@
 #include "policies/guards.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 namespace lagpilot {
 namespace {
 
+// printf("%.3g s"): std::to_chars writes printf's text in the "C" locale, faster.
 std::string seconds_text(double s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g s", s);
-  return buf;
+  const auto [end, error] =
+      std::to_chars(buf, buf + sizeof buf - 2, s, std::chars_format::general, 3);
+  if (error != std::errc()) {  // never for %.3g, kept for safety
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+    return buf;
+  }
+  return std::string(buf, end) + " s";
 }
 
 }  // namespace
@@ -71,18 +78,24 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   d.previous_workers = obs.current_workers;
   d.policy_workers = proposal.workers;
   d.policy = policy_name;
-  d.reason = proposal.reason;
+  d.reason = proposal.reason;  // verbatim (the Controller moves it in instead of this copy)
   const int current = obs.current_workers;
   int w = proposal.workers;
+  // Notes are text only: every rule below decides the same with or without them.
+  const bool explain = obs.explain;
 
   // 1. Bounds.
   if (w < config_.min_workers) {
-    d.guards.push_back("bounds: " + std::to_string(w) + " below min " +
-                       std::to_string(config_.min_workers) + ", raised");
+    if (explain) {
+      d.guards.push_back("bounds: " + std::to_string(w) + " below min " +
+                         std::to_string(config_.min_workers) + ", raised");
+    }
     w = config_.min_workers;
   } else if (w > config_.max_workers) {
-    d.guards.push_back("bounds: " + std::to_string(w) + " above max " +
-                       std::to_string(config_.max_workers) + ", clamped");
+    if (explain) {
+      d.guards.push_back("bounds: " + std::to_string(w) + " above max " +
+                         std::to_string(config_.max_workers) + ", clamped");
+    }
     w = config_.max_workers;
   }
 
@@ -90,36 +103,51 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   if (config_.max_step_up > 0 && w > current + config_.max_step_up && current > 0) {
     const int limited = std::max(current + config_.max_step_up, config_.min_workers);
     if (limited < w) {
-      d.guards.push_back("step limit: +" + std::to_string(w - current) + " exceeds +" +
-                         std::to_string(config_.max_step_up) + " per tick, to " +
-                         std::to_string(limited));
+      if (explain) {
+        d.guards.push_back("step limit: +" + std::to_string(w - current) + " exceeds +" +
+                           std::to_string(config_.max_step_up) + " per tick, to " +
+                           std::to_string(limited));
+      }
       w = limited;
     }
   }
   if (config_.max_step_down > 0 && w < current - config_.max_step_down) {
     const int limited = std::min(current - config_.max_step_down, config_.max_workers);
     if (limited > w) {
-      d.guards.push_back("step limit: -" + std::to_string(current - w) + " exceeds -" +
-                         std::to_string(config_.max_step_down) + " per tick, to " +
-                         std::to_string(limited));
+      if (explain) {
+        d.guards.push_back("step limit: -" + std::to_string(current - w) + " exceeds -" +
+                           std::to_string(config_.max_step_down) + " per tick, to " +
+                           std::to_string(limited));
+      }
       w = limited;
     }
   }
 
-  // 3. Scale-down stabilization: the highest recommendation in the window wins.
+  // 3. Scale-down stabilization: the highest recommendation in the window wins. recent_ is a
+  //    monotonic queue: a recommendation is dropped as soon as a newer one at least as high
+  //    arrives (it can never be the highest again), so the front is the window's maximum and
+  //    each tick costs O(1) amortized however many ticks the window spans.
   if (config_.scale_down_window_seconds > 0) {
-    while (!recent_.empty() && recent_.front().first < obs.time - config_.scale_down_window_seconds) {
-      recent_.pop_front();
-    }
+    const double cutoff = obs.time - config_.scale_down_window_seconds;
+    while (!recent_.empty() && recent_.front().first < cutoff) recent_.pop_front();
+    while (!recent_.empty() && recent_.back().second <= w) recent_.pop_back();
     recent_.emplace_back(obs.time, w);
     if (w < current) {
-      int highest = w;
-      for (const auto& [t, rec] : recent_) highest = std::max(highest, rec);
+      const int highest = recent_.front().second;
       const int stabilized = std::min(highest, current);
       if (stabilized > w) {
-        d.guards.push_back("stabilization: " + std::to_string(highest) + " recommended within " +
-                           seconds_text(config_.scale_down_window_seconds) + ", holding " +
-                           std::to_string(stabilized) + " instead of " + std::to_string(w));
+        if (explain) {  // frequent (every tick of a held scale-down): one allocation
+          std::string& note = d.guards.emplace_back();
+          note.reserve(80);
+          note += "stabilization: ";
+          note += std::to_string(highest);
+          note += " recommended within ";
+          note += seconds_text(config_.scale_down_window_seconds);
+          note += ", holding ";
+          note += std::to_string(stabilized);
+          note += " instead of ";
+          note += std::to_string(w);
+        }
         w = stabilized;
       }
     }
@@ -135,21 +163,25 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   if (config_.latency_ceiling_seconds > 0 && w > current &&
       obs.latency_p99 > config_.latency_ceiling_seconds &&
       (scale_up_pending_ || !last_scale_up_helped_)) {
-    d.guards.push_back("latency ceiling: p99 " + seconds_text(obs.latency_p99) + " above " +
-                       seconds_text(config_.latency_ceiling_seconds) + " and the last scale-up " +
-                       (scale_up_pending_ ? "is not judged yet" : "did not raise throughput") +
-                       ", holding " + std::to_string(current));
+    if (explain) {
+      d.guards.push_back("latency ceiling: p99 " + seconds_text(obs.latency_p99) + " above " +
+                         seconds_text(config_.latency_ceiling_seconds) + " and the last scale-up " +
+                         (scale_up_pending_ ? "is not judged yet" : "did not raise throughput") +
+                         ", holding " + std::to_string(current));
+    }
     w = std::max(current, config_.min_workers);
   }
 
-  // 5. Manual override.
-  if (auto pin = active_override(obs.time)) {
-    if (pin->workers != w) {
-      d.guards.push_back("override: pinned to " + std::to_string(pin->workers) + " until t=" +
-                         seconds_text(pin->expires_at) +
-                         (pin->reason.empty() ? "" : " (" + pin->reason + ")"));
+  // 5. Manual override (an expired pin is dropped, as in active_override(), without a copy).
+  if (override_ && obs.time >= override_->expires_at) override_.reset();
+  if (override_) {
+    const ManualOverride& pin = *override_;
+    if (explain && pin.workers != w) {
+      d.guards.push_back("override: pinned to " + std::to_string(pin.workers) +
+                         " until t=" + seconds_text(pin.expires_at) +
+                         (pin.reason.empty() ? "" : " (" + pin.reason + ")"));
     }
-    w = pin->workers;
+    w = pin.workers;
     d.source = "override";
   }
 

@@ -37,6 +37,13 @@ struct Observation {
   // output range without holding a copy that would go stale when an operator changes them.
   int min_workers = 1;
   int max_workers = 1;
+  // Whether anyone will read the text of this tick's decision (Proposal::reason and the guard
+  // notes in Decision::guards). When false, policies and guards may skip building that text
+  // (it is the bulk of a tick's cost in long simulations: Proposal::reason is then empty and
+  // so is Decision::guards); the numbers they decide must be identical either way. Set by whoever builds the Observation (the simulator clears it once
+  // it stops recording decisions); the Controller leaves it alone. The live runtime keeps it
+  // true.
+  bool explain = true;
 };
 
 // What the loop decided at one tick, and why. `policy_workers` is what the policy asked for;

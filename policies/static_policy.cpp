@@ -23,12 +23,17 @@ StaticPolicy::StaticPolicy(StaticParams params) : params_(params) {}
 Proposal StaticPolicy::decide(const Observation& obs) {
   const int hi = std::max(obs.min_workers, obs.max_workers);
   const int workers = std::clamp(params_.workers, obs.min_workers, hi);
-  std::string reason = "static: hold " + std::to_string(params_.workers) + " workers";
+  if (!obs.explain) return {workers, {}};
+  std::string reason;
+  reason.reserve(32);  // one allocation in the common case
+  reason += "static: hold ";
+  reason += std::to_string(params_.workers);
+  reason += " workers";
   if (workers != params_.workers) {
     reason += " (clamped to " + std::to_string(workers) + " by bounds [" +
               std::to_string(obs.min_workers) + ", " + std::to_string(hi) + "])";
   }
-  return {workers, reason};
+  return {workers, std::move(reason)};
 }
 
 }  // namespace lagpilot

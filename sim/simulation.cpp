@@ -202,6 +202,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
     obs.queue_depth = last_.queue_depth;
     obs.queue_capacity = 0;  // unbounded in the simulator
     obs.assigned_partitions = partitions_;
+    obs.explain = explain_;
     previous_time_ = now;
     previous_arrived_ = arrived;
     previous_processed_ = last_.processed;
@@ -211,6 +212,9 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   }
 
   void resize(int workers) override { model_.resize(now_, workers); }
+
+  // Observation::explain of the next samples: whether the decision's text will be read.
+  void set_explain(bool explain) { explain_ = explain; }
 
   const ModelSample& last_sample() const { return last_; }
   int64_t last_lag() const { return last_lag_; }
@@ -225,6 +229,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   int64_t previous_processed_ = 0;
   int64_t previous_lag_ = 0;
   int64_t last_lag_ = 0;
+  bool explain_ = true;
   ModelSample last_;
 };
 
@@ -365,6 +370,9 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
       throw std::logic_error("simulate: arrivals left over past their tick window");
     }
 
+    // Only recorded decisions keep their text: once RunResult::decisions is full, nobody reads a
+    // reason again, so the policy and the guards skip writing them (same numbers either way).
+    consumer.set_explain(static_cast<int>(result.decisions.size()) < config.max_decisions);
     const Decision d = controller.tick(t1);
     const ModelSample& m = consumer.last_sample();
     const int64_t lag = consumer.last_lag();

@@ -1,0 +1,427 @@
+// Observation::explain: with it false, policies and guards skip their text, and must decide
+// exactly the same numbers. Every policy (and the guard chain) runs over the same observation
+// sequences three times: always explaining, never explaining, and explaining on a random
+// subset of ticks (as the simulator does once it stops recording decisions); the workers, the
+// state and the guard outcomes must be identical tick by tick.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policies/controller.h"
+#include "policies/guards.h"
+#include "policies/policy_factory.h"
+#include "tests/policies/fluid_plant.h"
+
+namespace lagpilot {
+namespace {
+
+std::vector<std::string> specs() {
+  std::vector<std::string> v = policy_names();
+  v.push_back("static:16");  // outside small bounds: the clamped text
+  v.push_back("static:2");
+  v.push_back("pid:metric=drain_time");
+  v.push_back("pid:output_hysteresis=0.3,tracking_time_seconds=20");
+  v.push_back(
+      "threshold:steps=[{\"above\":1500,\"workers\":6},{\"above\":2500,\"workers\":8},"
+      "{\"above\":6000,\"below\":3000,\"workers\":16}]");
+  v.push_back("hpa:target_lag_per_worker=500,scale_down_stabilization_seconds=30");
+  v.push_back("keda:lag_threshold=500,allow_idle_consumers=true");
+  // Short poll and cooldown, activation above zero: the idle branch is taken often.
+  v.push_back(
+      "keda:polling_interval_seconds=5,cooldown_period_seconds=20,activation_lag_threshold=800");
+  return v;
+}
+
+std::unique_ptr<Policy> build(const std::string& spec) {
+  const PolicySpec s = parse_policy_spec(spec);
+  return make_policy(s.name, s.params);
+}
+
+// A hostile open-loop stream: bounds that change, empty and huge lags, zero rates, pools
+// outside the bounds, repeated timestamps.
+std::vector<Observation> random_observations(uint32_t seed, int n) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto uniform = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  std::vector<Observation> out;
+  double t = 100.0;
+  int min_w = 4, max_w = 16;
+  for (int i = 0; i < n; ++i) {
+    Observation o;
+    const double steps[] = {0.0, 0.5, 1.0, 1.0, 1.0, 5.0, 15.0, 40.0};
+    t += steps[pick(0, 7)];
+    o.time = t;
+    if (pick(0, 40) == 0) {
+      min_w = pick(1, 8);
+      max_w = pick(min_w, 32);
+    }
+    o.min_workers = min_w;
+    o.max_workers = max_w;
+    const int kind = pick(0, 4);
+    o.total_lag = kind == 0   ? 0
+                  : kind == 1 ? pick(0, 2000)
+                  : kind == 2 ? pick(0, 20000)
+                  : kind == 3 ? static_cast<int64_t>(pick(0, 1000000)) * 1000
+                              : pick(700, 6100);
+    o.assigned_partitions = pick(0, 24);
+    if (o.assigned_partitions > 0 && pick(0, 1) == 0) {
+      int64_t rest = o.total_lag;
+      for (int p = 0; p < o.assigned_partitions; ++p) {
+        const int64_t lag = p + 1 == o.assigned_partitions ? rest : rest / 2;
+        o.partition_lag.push_back({"t", p, lag});
+        rest -= lag;
+      }
+    }
+    o.arrival_rate = pick(0, 3) == 0 ? 0.0 : uniform(0.0, 3000.0);
+    o.processed_rate = pick(0, 3) == 0 ? 0.0 : uniform(0.0, 3000.0);
+    o.lag_slope = o.arrival_rate - o.processed_rate;
+    o.latency_p50 = uniform(0.0, 0.1);
+    o.latency_p99 = 3 * o.latency_p50;
+    o.current_workers = pick(0, 40);
+    o.busy_workers = uniform(0.0, o.current_workers);
+    out.push_back(o);
+  }
+  return out;
+}
+
+// Which ticks explain in the "mixed" run: long stretches of each, like the simulator (explains
+// first, then stops), plus isolated flips.
+std::vector<bool> mixed_explain(uint32_t seed, int n) {
+  std::mt19937 rng(seed);
+  std::vector<bool> out;
+  bool on = true;
+  for (int i = 0; i < n; ++i) {
+    if (std::uniform_int_distribution<int>(0, 60)(rng) == 0) on = !on;
+    out.push_back(std::uniform_int_distribution<int>(0, 9)(rng) == 0 ? !on : on);
+  }
+  return out;
+}
+
+class PolicyExplain : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PolicyExplain, SameNumbersWithAndWithoutTextOnRandomObservations) {
+  const int n = 4000;
+  const auto stream = random_observations(11, n);
+  const auto mixed = mixed_explain(12, n);
+  auto with_text = build(GetParam());
+  auto without_text = build(GetParam());
+  auto mixed_text = build(GetParam());
+  int explained = 0;
+  for (int i = 0; i < n; ++i) {
+    Observation obs = stream[i];
+    obs.explain = true;
+    const Proposal a = with_text->decide(obs);
+    obs.explain = false;
+    const Proposal b = without_text->decide(obs);
+    obs.explain = mixed[i];
+    const Proposal c = mixed_text->decide(obs);
+    ASSERT_EQ(a.workers, b.workers) << GetParam() << " tick " << i << " t=" << obs.time;
+    ASSERT_EQ(a.workers, c.workers) << GetParam() << " tick " << i << " t=" << obs.time;
+    ASSERT_FALSE(a.reason.empty()) << "tick " << i;
+    EXPECT_TRUE(b.reason.empty()) << "no text asked for, got: " << b.reason;
+    if (mixed[i]) {
+      ASSERT_EQ(c.reason, a.reason) << "tick " << i;  // text does not depend on earlier ticks
+      ++explained;
+    }
+  }
+  EXPECT_GT(explained, n / 10);
+  EXPECT_LT(explained, n - n / 10);
+  EXPECT_EQ(with_text->state(), without_text->state());
+  EXPECT_EQ(with_text->state(), mixed_text->state());
+}
+
+TEST_P(PolicyExplain, SameNumbersWithAndWithoutTextInClosedLoop) {
+  // Each instance drives its own plant: any difference would make the plants diverge.
+  for (double arrival : {150.0, 650.0, 1150.0, 2400.0}) {
+    testing::FluidPlant plant_a, plant_b;
+    plant_a.arrival = plant_b.arrival = arrival;
+    plant_a.lag = plant_b.lag = 15000;
+    auto with_text = build(GetParam());
+    auto without_text = build(GetParam());
+    for (int i = 0; i < 1500; ++i) {
+      Observation oa = plant_a.observe();
+      Observation ob = plant_b.observe();
+      ob.explain = false;
+      const Proposal a = with_text->decide(oa);
+      const Proposal b = without_text->decide(ob);
+      ASSERT_EQ(a.workers, b.workers) << GetParam() << " arrival " << arrival << " tick " << i;
+      plant_a.workers = a.workers;
+      plant_b.workers = b.workers;
+      plant_a.step(1.0);
+      plant_b.step(1.0);
+    }
+    EXPECT_EQ(plant_a.lag, plant_b.lag);
+    EXPECT_EQ(with_text->state(), without_text->state());
+  }
+}
+
+std::string spec_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string out;
+  for (char ch : info.param) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return out.substr(0, 50) + "_" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPolicies, PolicyExplain, ::testing::ValuesIn(specs()), spec_name);
+
+// The texts are written without snprintf (faster); they must still be exactly printf's. The PID
+// reason is rebuilt here with snprintf from state() and params(); the variants make the terms
+// land on rounding ties (kp = 0.125 on whole lags gives .125, .375, ...), on negative values
+// and on -0.00, and the drain-time metric on arbitrary fractions.
+std::string printf_text(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+TEST(ReasonText, PidMatchesPrintf) {
+  for (const char* spec :
+       {"pid", "pid:metric=drain_time", "pid:kp=0.125,ki=0,kd=0,dead_band=0,setpoint=1000",
+        "pid:kp=0.005,ki=0.0025,kd=0.5,dead_band=0,setpoint=100,tracking_time_seconds=0",
+        "pid:kp=0.001,setpoint=3.5,dead_band=0.75,measurement_filter_seconds=3"}) {
+    auto policy = build(spec);
+    const nlohmann::json params = policy->params();
+    const bool drain = params["metric"] == "drain_time";
+    int checked = 0;
+    for (const Observation& obs : random_observations(21, 3000)) {
+      const Proposal p = policy->decide(obs);
+      const nlohmann::json st = policy->state();
+      std::string expected =
+          drain ? "drain time " + printf_text("%.1f", st["measurement"].get<double>()) + " s"
+                : "lag " + printf_text("%.0f", st["measurement"].get<double>());
+      expected += " vs setpoint " + printf_text("%.6g", params["setpoint"].get<double>()) +
+                  (drain ? " s" : "");
+      if (st["effective_error"].get<double>() == 0.0) {
+        expected +=
+            " (within dead band " + printf_text("%.6g", params["dead_band"].get<double>()) + ")";
+      }
+      expected += ": P " + printf_text("%+.2f", st["p"].get<double>()) + " I " +
+                  printf_text("%.2f", st["i"].get<double>()) + " D " +
+                  printf_text("%+.2f", st["d"].get<double>()) + " = " +
+                  printf_text("%.2f", st["output"].get<double>()) + " -> " +
+                  std::to_string(p.workers);
+      ASSERT_EQ(p.reason, expected) << spec << " t=" << obs.time;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 3000);
+  }
+}
+
+// The threshold reason names the threshold crossed (or the band held), in %.6g.
+TEST(ReasonText, ThresholdMatchesPrintf) {
+  for (const char* spec :
+       {"threshold",
+        "threshold:steps=[{\"above\":1500.5,\"below\":0.125,\"workers\":6},{\"above\":2500,"
+        "\"workers\":8},{\"above\":1234567,\"below\":999999.5,\"workers\":16}]"}) {
+    auto policy = build(spec);
+    const nlohmann::json steps = policy->params()["steps"];
+    int from = -1;
+    for (const Observation& obs : random_observations(23, 3000)) {
+      const Proposal p = policy->decide(obs);
+      const int level = policy->state()["level"].get<int>();
+      if (from < 0) {  // the first tick starts from the highest level the pool already has
+        from = 0;
+        for (int l = 1; l <= static_cast<int>(steps.size()); ++l) {
+          if (steps[l - 1]["workers"].get<int>() <= obs.current_workers) from = l;
+        }
+      }
+      std::string expected = "lag " + std::to_string(obs.total_lag);
+      const int level_workers = policy->state()["level_workers"].get<int>();
+      if (level > from) {
+        expected += " above " + printf_text("%.6g", steps[level - 1]["above"].get<double>()) +
+                    ": step up to ";
+      } else if (level < from) {
+        expected += " below " + printf_text("%.6g", steps[level]["below"].get<double>()) +
+                    ": step down to ";
+      } else {
+        const int top = static_cast<int>(steps.size());
+        expected +=
+            " within [" +
+            (level > 0 ? printf_text("%.6g", steps[level - 1]["below"].get<double>()) : "-") +
+            ", " + (level < top ? printf_text("%.6g", steps[level]["above"].get<double>()) : "-") +
+            "]: hold ";
+      }
+      expected += std::to_string(level_workers);
+      ASSERT_EQ(p.reason.substr(0, expected.size()), expected) << spec << " t=" << obs.time;
+      from = level;
+    }
+  }
+}
+
+// Every guard enabled; proposals and latencies random; an operator pin now and then.
+GuardConfig all_guards() {
+  GuardConfig c;
+  c.min_workers = 3;
+  c.max_workers = 20;
+  c.hard_min_workers = 1;
+  c.hard_max_workers = 40;
+  c.max_step_up = 4;
+  c.max_step_down = 3;
+  c.scale_down_window_seconds = 30;
+  c.latency_ceiling_seconds = 0.2;
+  c.latency_ceiling_judge_seconds = 5;
+  return c;
+}
+
+TEST(GuardExplain, SameDecisionsWithAndWithoutNotes) {
+  const int n = 6000;
+  const auto mixed = mixed_explain(5, n);
+  GuardChain with_notes(all_guards()), without_notes(all_guards()), mixed_notes(all_guards());
+  std::mt19937 rng(3);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int current = 6;
+  double t = 0;
+  std::vector<std::string> kinds_seen;
+  for (int i = 0; i < n; ++i) {
+    t += pick(0, 4) == 0 ? 3.0 : 1.0;
+    if (pick(0, 400) == 0) {
+      const ManualOverride pin{pick(1, 40), t + pick(1, 30), pick(0, 1) ? "drill" : ""};
+      with_notes.set_override(pin);
+      without_notes.set_override(pin);
+      mixed_notes.set_override(pin);
+    }
+    Observation obs;
+    obs.time = t;
+    obs.current_workers = current;
+    obs.latency_p99 = pick(0, 2) == 0 ? 0.5 : 0.05;
+    obs.processed_rate = 100.0 * current * (pick(0, 3) == 0 ? 0.5 : 1.0);
+    const Proposal proposal{pick(0, 30), "p"};
+    obs.explain = true;
+    const Decision a = with_notes.apply(proposal, "test", obs);
+    obs.explain = false;
+    const Decision b = without_notes.apply(proposal, "test", obs);
+    obs.explain = mixed[i];
+    const Decision c = mixed_notes.apply(proposal, "test", obs);
+    for (const Decision* d : {&b, &c}) {
+      ASSERT_EQ(d->workers, a.workers) << "tick " << i;
+      ASSERT_EQ(d->policy_workers, a.policy_workers);
+      ASSERT_EQ(d->previous_workers, a.previous_workers);
+      ASSERT_EQ(d->source, a.source);
+      ASSERT_EQ(d->reason, a.reason);
+    }
+    EXPECT_TRUE(b.guards.empty()) << b.guards.front();
+    if (mixed[i]) {
+      ASSERT_EQ(c.guards, a.guards) << "tick " << i;
+    }
+    for (const auto& note : a.guards) {
+      const std::string kind = note.substr(0, note.find(':'));
+      if (std::find(kinds_seen.begin(), kinds_seen.end(), kind) == kinds_seen.end()) {
+        kinds_seen.push_back(kind);
+      }
+    }
+    current = pick(0, 5) == 0 ? pick(1, 30) : a.workers;  // now and then the pool disagrees
+  }
+  // The run exercised every guard, so the comparison above covers each of them.
+  std::sort(kinds_seen.begin(), kinds_seen.end());
+  EXPECT_EQ(kinds_seen, (std::vector<std::string>{"bounds", "latency ceiling", "override",
+                                                  "stabilization", "step limit"}));
+}
+
+// Stabilization keeps only the recommendations that can still be the window's highest; the
+// outcome must be that of the plain rule: the highest recommendation of the last window wins.
+TEST(GuardExplain, StabilizationMatchesTheHighestInTheWindow) {
+  for (double window : {1.0, 7.0, 30.0, 300.0}) {
+    GuardConfig c;
+    c.min_workers = c.hard_min_workers = 1;
+    c.max_workers = c.hard_max_workers = 64;
+    c.scale_down_window_seconds = window;
+    GuardChain chain(c);
+    std::deque<std::pair<double, int>> reference;  // every recommendation, pruned by time only
+    std::mt19937 rng(static_cast<uint32_t>(window));
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    double t = 0;
+    int current = 10;
+    for (int i = 0; i < 5000; ++i) {
+      t += pick(0, 3) == 0 ? 0.0 : pick(1, 5) * 0.5;  // repeated times too
+      const int proposed = pick(1, 64);
+      while (!reference.empty() && reference.front().first < t - window) reference.pop_front();
+      reference.emplace_back(t, proposed);
+      int expected = proposed;
+      if (proposed < current) {
+        int highest = proposed;
+        for (const auto& [time, rec] : reference) highest = std::max(highest, rec);
+        expected = std::max(proposed, std::min(highest, current));
+      }
+      Observation obs;
+      obs.time = t;
+      obs.current_workers = current;
+      obs.explain = (i % 3) != 0;
+      const Decision d = chain.apply({proposed, ""}, "t", obs);
+      ASSERT_EQ(d.workers, expected) << "window " << window << " tick " << i << " t=" << t;
+      current = pick(0, 3) == 0 ? pick(1, 64) : d.workers;
+    }
+  }
+}
+
+// The Controller passes the sampler's explain through to the policy and the guards untouched,
+// and its recycled history entries hold exactly the latest decisions.
+TEST(ControllerExplain, PassesExplainThroughAndKeepsHistoryExact) {
+  struct Sampler1 : Sampler {
+    bool explain = true;
+    int current = 4;
+    Observation sample(double now) override {
+      Observation o;
+      o.time = now;
+      o.current_workers = current;
+      o.explain = explain;
+      return o;
+    }
+  };
+  struct Actuator1 : Actuator {
+    Sampler1* sampler = nullptr;
+    void resize(int n) override { sampler->current = n; }
+  };
+  // Proposes 30 (clamped by bounds: a guard note) on odd ticks, 8 on even ones; says in its
+  // reason whether it was asked to explain.
+  struct Policy1 : Policy {
+    std::vector<bool> seen;
+    int tick = 0;
+    std::string name() const override { return "p1"; }
+    Proposal decide(const Observation& o) override {
+      seen.push_back(o.explain);
+      ++tick;
+      return {tick % 2 ? 30 : 8, o.explain ? "tick " + std::to_string(tick) + " explained" : ""};
+    }
+    nlohmann::json params() const override { return nlohmann::json::object(); }
+  };
+  Sampler1 sampler;
+  Actuator1 actuator;
+  actuator.sampler = &sampler;
+  auto policy = std::make_unique<Policy1>();
+  Policy1* raw = policy.get();
+  GuardConfig g;
+  g.scale_down_window_seconds = 0;
+  Controller controller(sampler, actuator, std::move(policy), g, /*decision_history=*/3);
+  std::vector<bool> asked;
+  for (int i = 1; i <= 11; ++i) {
+    sampler.explain = (i % 3) != 0;
+    asked.push_back(sampler.explain);
+    const Decision d = controller.tick(i);
+    EXPECT_EQ(d.workers, i % 2 ? 16 : 8);
+    EXPECT_EQ(d.guards.empty(), !(sampler.explain && i % 2)) << "tick " << i;
+  }
+  EXPECT_EQ(raw->seen, asked);
+  const std::vector<Decision> recent = controller.recent_decisions(10);
+  ASSERT_EQ(recent.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const int i = 9 + k;
+    const bool explained = (i % 3) != 0;
+    EXPECT_EQ(recent[k].time, i);
+    EXPECT_EQ(recent[k].workers, i % 2 ? 16 : 8);
+    EXPECT_EQ(recent[k].reason, explained ? "tick " + std::to_string(i) + " explained" : "");
+    EXPECT_EQ(recent[k].guards.size(), explained && i % 2 ? 1u : 0u) << "tick " << i;
+  }
+  EXPECT_EQ(controller.last_decision()->time, 11);
+}
+
+}  // namespace
+}  // namespace lagpilot
