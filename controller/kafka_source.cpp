@@ -14,8 +14,10 @@
 #include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "controller/offset_tracker.h"
 #include "policies/config_reader.h"
@@ -25,9 +27,39 @@ namespace {
 
 enum class Ordering { kKey, kPartition, kUnordered };
 
-constexpr int kIdlePollMs = 50;  // consumer_poll timeout when nothing waits
-constexpr int kBusyPollMs = 5;   // when the pending buffer waits for room in the pool
-constexpr int kMaxBatch = 512;   // messages taken per poll iteration
+constexpr int kIdlePollMs = 50;              // consumer_poll timeout when nothing waits
+constexpr int kBusyPollMs = 5;               // when the pending buffer waits for room in the pool
+constexpr int kMaxBatch = 1024;              // messages taken per poll iteration
+constexpr std::size_t kStreamingBatch = 64;  // a poll this big means messages stream in
+constexpr int kStreamingNapMicros = 300;     // see poll_batch
+// Before pausing for backpressure, the poll thread waits this long (real time) for the workers
+// to bring the unfinished count down to the resume level: a pause makes librdkafka drop what
+// it has prefetched for the partition (fetched and parsed again after the resume), so riding
+// out a short stall costs less. The poll loop's longest wait stays kIdlePollMs.
+constexpr int kBackpressureGraceMs = kIdlePollMs;
+
+// One pool task runs at most this many messages of its lane, and stops after the message
+// that crosses kRunBudgetSeconds (by the injected clock); the rest runs in a new task at the
+// back of the pool queue, so that a long lane neither hogs a worker nor delays a shrink.
+constexpr std::size_t kMaxRunMessages = 512;
+constexpr double kRunBudgetSeconds = 0.01;
+// Lanes queued by one poll share a pool task while their messages are expected (from the mean
+// handler time so far) to take less than this together: waking a worker costs more than
+// running a few hundred fast messages.
+constexpr double kMinTaskSeconds = 100e-6;
+constexpr double kInitialHandlerSeconds = 1e-3;  // the mean's prior: one lane per task
+// Handler timing: each message is timed on its own unless the handler is very fast (below
+// kTimeEachAboveSeconds per message); then groups of up to kMaxTimedGroup messages are timed
+// and each is recorded with its group's mean, so that reading the clock (tens of ns) does not
+// cost more than the handler itself.
+constexpr double kTimeEachAboveSeconds = 2e-6;
+constexpr std::size_t kMaxTimedGroup = 64;
+// Message buffers of finished lanes are kept for reuse, so that lanes created per poll do not
+// allocate: at most kMaxSpareBatches, each up to the sizes below (bounding the memory kept).
+constexpr std::size_t kMaxSpareBatches = 64;
+constexpr std::size_t kMaxSpareBatchMessages = 4096;
+constexpr std::size_t kMaxSpareBatchBytes = 1 << 20;
+
 constexpr int kCommittedQueryMs = 3000;
 constexpr double kRefreshBudgetSeconds = 2.0;
 constexpr int kRefreshQueryMaxMs = 1000;
@@ -62,13 +94,17 @@ Ordering parse_ordering(const std::string& s) {
 // as the upper bound of its bucket (at most 9 % high).
 class AgeHistogram {
  public:
-  void add(double seconds) {
+  static int index_of(double seconds) {
     const double ms = seconds * 1000.0;
     int index = 0;
     if (ms > 1.0) {
       index = static_cast<int>(std::ceil(std::log2(ms) * kPerOctave));
       index = std::clamp(index, 0, kBuckets - 1);
     }
+    return index;
+  }
+  void add(double seconds) { add_index(index_of(seconds)); }
+  void add_index(int index) {
     ++counts_[static_cast<std::size_t>(index)];
     ++total_;
   }
@@ -94,22 +130,32 @@ class AgeHistogram {
   uint64_t total_ = 0;
 };
 
-struct Work;
+struct Lane;
 
-// One assigned partition. Guarded by Core::mu (all fields).
+// Hash for string keys that also accepts std::string_view (lookups without a copy).
+struct KeyHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+};
+
+// One assigned partition. Guarded by Core::mu (all fields, except that `revoked` is also read
+// by running workers without the lock, to stop a run early).
 struct PartitionState {
   PartitionState(std::string t, int32_t p) : topic(std::move(t)), partition(p) {}
   std::string topic;
   int32_t partition;
   PartitionOffsetTracker tracker;
-  // Ordering lanes: a lane exists while one of its messages is in the pool / pending /
-  // running; the deque holds the lane's messages waiting behind it, in offset order.
-  std::unordered_map<std::string, std::deque<std::shared_ptr<Work>>> lanes;
-  int64_t unfinished = 0;     // consumed, not finished (also counted in Core::unfinished unless
-                              // detached)
-  int running = 0;            // handlers running now
-  bool draining = false;      // being revoked: completions signal Core::drained_cv
-  bool revoked = false;       // given up: queued tasks skip the handler, lanes are closed
+  // Ordering lanes by key ("" in partition mode). A lane is listed while it holds messages
+  // (waiting, queued or running); an idle, empty lane is removed.
+  std::unordered_map<std::string, std::shared_ptr<Lane>, KeyHash, std::equal_to<>> lanes;
+  std::shared_ptr<Lane> open_chunk;  // unordered chunk being filled by the current dispatch
+  int64_t unfinished = 0;  // consumed, not finished (also counted in Core::unfinished unless
+                           // detached)
+  int running = 0;         // lane runs in progress on workers
+  bool draining = false;   // being revoked: completions signal Core::drained_cv
+  // Given up: runs stop before their next message, lanes are closed. Atomic: running workers
+  // read it without the lock; written under Core::mu.
+  std::atomic<bool> revoked{false};
   bool detached = false;      // removed from the assignment and from Core::unfinished
   bool paused = false;        // rd_kafka_pause_partitions succeeded for it
   bool started = false;       // a message arrived: librdkafka has started its fetcher
@@ -121,10 +167,170 @@ struct PartitionState {
   bool expiry_warned = false;
 };
 
-struct Work {
+// One consumed message waiting to run; its key and value are in its batch's byte buffer.
+struct QueuedMessage {
+  int64_t offset;
+  int64_t timestamp_ms;
+  std::size_t key_pos;
+  std::size_t value_pos;
+  uint32_t key_len;
+  uint32_t value_len;
+  bool has_key;
+};
+
+// Messages of one lane in offset order, with their bytes copied into one buffer (so the
+// librdkafka message is released at once, and no allocation is made per message once the
+// buffers have grown).
+struct MessageBatch {
+  std::vector<QueuedMessage> messages;
+  std::string bytes;
+
+  std::size_t size() const { return messages.size(); }
+  bool empty() const { return messages.empty(); }
+  void clear() {
+    messages.clear();
+    bytes.clear();
+  }
+  void append(const rd_kafka_message_t* m, int64_t timestamp_ms) {
+    QueuedMessage q{};
+    q.offset = m->offset;
+    q.timestamp_ms = timestamp_ms;
+    q.has_key = m->key != nullptr;
+    q.key_pos = bytes.size();
+    if (q.has_key) {
+      q.key_len = static_cast<uint32_t>(m->key_len);
+      bytes.append(static_cast<const char*>(m->key), m->key_len);
+    }
+    q.value_pos = bytes.size();
+    if (m->payload != nullptr) {
+      q.value_len = static_cast<uint32_t>(m->len);
+      bytes.append(static_cast<const char*>(m->payload), m->len);
+    }
+    messages.push_back(q);
+  }
+  // Appends all of `other` (its messages follow this batch's in offset order).
+  void append(const MessageBatch& other) {
+    const std::size_t base = bytes.size();
+    bytes.append(other.bytes);
+    messages.reserve(messages.size() + other.messages.size());
+    for (QueuedMessage q : other.messages) {
+      q.key_pos += base;
+      q.value_pos += base;
+      messages.push_back(q);
+    }
+  }
+  // Moves `other`'s messages in (this batch must be empty), leaving other empty with this
+  // batch's old buffers, so capacity circulates instead of being reallocated.
+  void take(MessageBatch& other) {
+    clear();
+    messages.swap(other.messages);
+    bytes.swap(other.bytes);
+  }
+};
+
+// An ordering lane (the messages of one key of one partition, or of one partition), or in
+// unordered mode (and for null keys in key mode) a one-off chunk of one partition. At most one
+// pool task runs a lane at a time, so a lane's messages run one after another, in order.
+//
+// The poll thread appends to `inbox`. A run (one pool task) first swaps an exhausted `running`
+// batch with the inbox, then runs running.messages[next, ...) without the lock: those messages
+// are not modified until the next swap, which only the lane's own next run does. After each
+// message the worker publishes `done`; the committer completes [completed, done) in the
+// partition's tracker (flush_lane_locked) so that a long or stuck run still lets everything it
+// finished be committed.
+enum class LaneState { kIdle, kQueued, kRunning };  // queued: in the pool queue or pending
+
+struct Lane {
+  Lane(std::shared_ptr<PartitionState> p, std::string k, bool o)
+      : part(std::move(p)), key(std::move(k)), ordered(o) {}
+  const std::shared_ptr<PartitionState> part;
+  const std::string key;  // its key in part->lanes (ordered lanes only)
+  const bool ordered;     // listed in part->lanes; a chunk (false) is never refilled once queued
+  // Guarded by Core::mu:
+  LaneState state = LaneState::kIdle;
+  MessageBatch inbox;         // appended by the poll thread
+  MessageBatch running;       // see above; swapped only at the start of a run
+  std::size_t next = 0;       // running.messages[0, next) were run or dropped
+  std::size_t completed = 0;  // running.messages[0, completed) completed in the tracker
+  // Atomic: written by the worker running the lane after each message (release), read under
+  // Core::mu by flush_lane_locked (acquire). running.messages[0, done) finished their handler.
+  std::atomic<std::size_t> done{0};
+
+  std::size_t waiting() const { return inbox.size() + running.size() - next; }
+};
+
+// Per-worker-thread scratch for runs, so that a run allocates nothing once it has grown.
+struct RunScratch {
+  SourceMessage message;
+  std::vector<double> seconds;   // handler run time per message
+  std::vector<int> age_buckets;  // AgeHistogram::index_of per message with a timestamp
+  std::vector<std::pair<int64_t, std::string>> failures;  // offset, error
+};
+thread_local RunScratch run_scratch;
+
+// What one poll's messages will add to one lane (a group), staged by the poll thread without
+// the lock; `key` points into a librdkafka message, which outlives the dispatch.
+struct StagedGroup {
   std::shared_ptr<PartitionState> part;
-  SourceMessage msg;
-  bool laned = false;
+  std::string_view key;  // lane key (ordered groups)
+  bool ordered = false;  // false: an unordered chunk (a new lane)
+  MessageBatch batch;
+};
+
+// What one poll adds to one partition.
+struct StagedPartition {
+  std::shared_ptr<PartitionState> part;
+  std::vector<int64_t> offsets;  // accepted, in offset order (for the tracker)
+  int64_t next = -1;             // the tracker's next_offset() as it will be after `offsets`
+  uint64_t bytes = 0;            // keys + values accepted
+  uint64_t duplicates = 0;       // below next: delivered before
+  uint64_t refused = 0;          // arrived while paused
+  int64_t refused_from = -1;     // lowest offset refused
+  std::size_t open_chunk = 0;    // groups index + 1 of the chunk being filled; 0: none
+  std::unordered_map<std::string_view, std::size_t> key_groups;  // lane key -> groups index
+};
+
+// The poll thread's scratch for dispatching one poll (kept between polls for its buffers).
+struct DispatchStaging {
+  std::vector<StagedGroup> groups;  // [0, n_groups) in use
+  std::size_t n_groups = 0;
+  std::vector<StagedPartition> parts;  // [0, n_parts) in use
+  std::size_t n_parts = 0;
+  std::vector<std::shared_ptr<Lane>> to_queue;  // idle lanes that got messages
+
+  void reset() {
+    for (std::size_t i = 0; i < n_groups; ++i) {
+      groups[i].part.reset();
+      groups[i].batch.clear();
+    }
+    n_groups = 0;
+    for (std::size_t i = 0; i < n_parts; ++i) {
+      StagedPartition& p = parts[i];
+      p.part.reset();
+      p.offsets.clear();
+      p.bytes = p.duplicates = p.refused = 0;
+      p.refused_from = -1;
+      p.open_chunk = 0;
+      p.key_groups.clear();
+    }
+    n_parts = 0;
+  }
+  StagedPartition& add_partition(std::shared_ptr<PartitionState> part) {
+    if (n_parts == parts.size()) parts.emplace_back();
+    StagedPartition& p = parts[n_parts++];
+    p.next = part->tracker.next_offset();
+    p.part = std::move(part);
+    return p;
+  }
+  std::size_t add_group(const std::shared_ptr<PartitionState>& part, std::string_view key,
+                        bool ordered) {
+    if (n_groups == groups.size()) groups.emplace_back();
+    StagedGroup& g = groups[n_groups];
+    g.part = part;
+    g.key = key;
+    g.ordered = ordered;
+    return n_groups++;
+  }
 };
 
 // A jump in offsets to check against the log start (outside the lock).
@@ -173,7 +379,9 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
 
   // ---- Poll thread only ----
   std::vector<std::shared_ptr<PartitionState>> awaiting_committed;  // assigned, offsets unread
+  DispatchStaging staging;                                          // stage_batch's scratch
   bool backpressure_paused = false;
+  bool streaming = false;  // the last poll took a run of messages (see poll_batch)
   bool warned_handler_time = false;
   bool warned_queue_capacity = false;
   uint64_t error_events = 0;
@@ -181,8 +389,13 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   // ---- Guarded by mu ----
   std::mutex mu;
   std::condition_variable drained_cv;  // a draining partition's message finished
+  std::condition_variable room_cv;     // unfinished fell to resume_unfinished (room_waiter set)
+  bool room_waiter = false;            // the poll thread waits on room_cv
   std::map<std::pair<std::string, int32_t>, std::shared_ptr<PartitionState>> partitions;
-  std::deque<std::shared_ptr<Work>> pending;  // refused by the pool; FIFO; never dropped
+  std::deque<std::shared_ptr<Lane>> pending;  // lanes refused by the pool; FIFO; never dropped
+  std::vector<Lane*> running_lanes;           // lanes a worker runs now (for flush_running)
+  std::vector<MessageBatch> spare_batches;    // empty buffers for new lanes (see kMaxSpare...)
+  double mean_handler_seconds = kInitialHandlerSeconds;  // per message, moving mean over runs
   int64_t unfinished = 0;
   int64_t max_unfinished_seen = 0;
   int64_t max_pending_seen = 0;
@@ -192,169 +405,425 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   uint64_t consumed_bytes = 0;
   double max_handler_seconds = 0;
   AgeHistogram ages;
-  bool closed = false;      // stop() gave up: tasks skip the handler, nothing is submitted
+  // stop() gave up: runs stop before their next message, nothing is submitted. Atomic: running
+  // workers read it without the lock; written under mu.
+  std::atomic<bool> closed{false};
   bool paused_now = false;  // the wanted pause state of all partitions
 
   // -------------------------------------------------------------------------------------------
   // Worker side
 
-  bool submit_locked(const std::shared_ptr<Work>& w) {
+  bool submit_locked(const std::shared_ptr<Lane>& lane) {
     auto self = shared_from_this();
-    return pool.try_submit([self, w] { self->run_task(w); });
+    return pool.try_submit([self, lane] { self->run_lane(lane); });
   }
 
-  void submit_or_buffer_locked(const std::shared_ptr<Work>& w) {
-    if (pending.empty() && submit_locked(w)) return;
-    pending.push_back(w);
+  // Queues idle lanes that got messages, grouping them into shared pool tasks while the group's
+  // expected run time stays below kMinTaskSeconds (see there). A lane is in one task at a time
+  // (state kQueued), so sharing a task never runs two parts of one lane at once.
+  void queue_lanes_locked(std::vector<std::shared_ptr<Lane>>& lanes) {
+    std::size_t first = 0;
+    double expected = 0;
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+      lanes[i]->state = LaneState::kQueued;
+      expected += mean_handler_seconds * static_cast<double>(lanes[i]->waiting());
+      const bool last = i + 1 == lanes.size();
+      if (!last && expected < kMinTaskSeconds) continue;
+      if (i == first) {
+        submit_or_buffer_locked(lanes[i]);
+      } else {
+        std::vector<std::shared_ptr<Lane>> group(
+            lanes.begin() + static_cast<std::ptrdiff_t>(first),
+            lanes.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        auto self = shared_from_this();
+        // Behind the pending buffer (FIFO), or refused: each lane waits there on its own.
+        if (!pending.empty() || !pool.try_submit([self, group] { self->run_lanes(group); })) {
+          for (const auto& lane : group) submit_or_buffer_locked(lane);
+        }
+      }
+      first = i + 1;
+      expected = 0;
+    }
+    lanes.clear();
+  }
+
+  // Queues a lane that has messages to run (state kQueued): to the pool, or behind the pending
+  // buffer (FIFO: nothing overtakes what the pool refused earlier).
+  void submit_or_buffer_locked(const std::shared_ptr<Lane>& lane) {
+    lane->state = LaneState::kQueued;
+    if (pending.empty() && submit_locked(lane)) return;
+    pending.push_back(lane);
     max_pending_seen = std::max<int64_t>(max_pending_seen, static_cast<int64_t>(pending.size()));
   }
 
   void drain_pending_locked() {
     while (!pending.empty()) {
-      const std::shared_ptr<Work>& w = pending.front();
-      if (w->part->revoked || closed) {
-        drop_locked(*w);
+      const std::shared_ptr<Lane>& lane = pending.front();
+      if (lane->part->revoked.load(std::memory_order_relaxed) ||
+          closed.load(std::memory_order_relaxed)) {
+        drop_lane_locked(*lane);
+        lane->state = LaneState::kIdle;
         pending.pop_front();
         continue;
       }
-      if (!submit_locked(w)) break;
+      if (!submit_locked(lane)) break;
       pending.pop_front();
     }
   }
 
-  void release_locked(PartitionState& part) {
-    --part.unfinished;
-    if (!part.detached) --unfinished;
+  void release_locked(PartitionState& part, int64_t n) {
+    if (n == 0) return;
+    part.unfinished -= n;
+    if (!part.detached) unfinished -= n;
     if (part.draining) drained_cv.notify_all();
+    if (room_waiter && unfinished <= resume_unfinished) room_cv.notify_one();
   }
 
-  void drop_locked(Work& w) {
-    release_locked(*w.part);
-    ++dropped;
+  // Drops the messages of a lane that no run holds: its inbox, and unless a worker runs it now,
+  // the rest of its running batch. Returns how many.
+  int64_t drop_lane_locked(Lane& lane) {
+    auto n = static_cast<int64_t>(lane.inbox.size());
+    lane.inbox.clear();
+    if (lane.state != LaneState::kRunning) {
+      n += static_cast<int64_t>(lane.running.size() - lane.next);
+      lane.next = lane.completed = lane.running.size();
+    }
+    release_locked(*lane.part, n);
+    dropped += static_cast<uint64_t>(n);
+    return n;
   }
 
-  const std::string& lane_key(const Work& w) const {
-    static const std::string kPartitionLane;
-    return ordering == Ordering::kPartition ? kPartitionLane : w.msg.key;
+  // Completes in the tracker what the lane's current run has finished so far.
+  void flush_lane_locked(Lane& lane) {
+    const std::size_t done = lane.done.load(std::memory_order_acquire);
+    for (std::size_t i = lane.completed; i < done; ++i) {
+      lane.part->tracker.complete(lane.running.messages[i].offset);
+    }
+    lane.completed = std::max(lane.completed, done);
   }
 
-  void advance_lane_locked(const Work& w) {
-    if (!w.laned) return;
-    auto it = w.part->lanes.find(lane_key(w));
-    if (it == w.part->lanes.end()) return;
-    if (it->second.empty()) {
-      w.part->lanes.erase(it);
+  // Before reading a tracker's commit offset: what runs in progress have finished counts.
+  void flush_running_locked() {
+    for (Lane* lane : running_lanes) flush_lane_locked(*lane);
+  }
+
+  // An idle lane with nothing left is unlisted (ordered lanes; chunks just die); its buffers
+  // are kept for new lanes.
+  void forget_lane_locked(Lane& lane) {
+    if (lane.ordered) {
+      auto it = lane.part->lanes.find(lane.key);
+      if (it != lane.part->lanes.end() && it->second.get() == &lane) lane.part->lanes.erase(it);
+    }
+    recycle_locked(lane.inbox);
+    lane.running.clear();
+    lane.next = lane.completed = 0;
+    lane.done.store(0, std::memory_order_relaxed);
+    recycle_locked(lane.running);
+  }
+
+  void recycle_locked(MessageBatch& batch) {
+    if (spare_batches.size() >= kMaxSpareBatches || !batch.empty() ||
+        batch.messages.capacity() == 0 || batch.messages.capacity() > kMaxSpareBatchMessages ||
+        batch.bytes.capacity() > kMaxSpareBatchBytes) {
       return;
     }
-    std::shared_ptr<Work> next = std::move(it->second.front());
-    it->second.pop_front();
-    submit_or_buffer_locked(next);
+    spare_batches.push_back(std::move(batch));
+    batch.clear();  // (a moved-from vector/string is valid but unspecified)
   }
 
-  void run_task(const std::shared_ptr<Work>& w) {
-    PartitionState& part = *w->part;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (closed || part.revoked) {
-        drop_locked(*w);
+  MessageBatch spare_batch_locked() {
+    if (spare_batches.empty()) return {};
+    MessageBatch b = std::move(spare_batches.back());
+    spare_batches.pop_back();
+    return b;
+  }
+
+  // A task shared by several lanes runs them one after another; should they take longer than
+  // expected (the handler slowed down), the lanes not started by kRunBudgetSeconds get pool
+  // tasks of their own, so that other workers can take them.
+  void run_lanes(const std::vector<std::shared_ptr<Lane>>& lanes) {
+    const double start = clock.now();
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+      if (i > 0 && clock.now() - start >= kRunBudgetSeconds) {
+        std::lock_guard<std::mutex> lock(mu);
+        for (; i < lanes.size(); ++i) submit_or_buffer_locked(lanes[i]);
         return;
       }
-      ++part.running;
+      run_lane(lanes[i]);
     }
-    const double started = clock.now();
-    bool ok = true;
-    std::string error;
-    try {
-      handler(w->msg);
-    } catch (const std::exception& e) {
-      ok = false;
-      error = e.what();
-    } catch (...) {
-      ok = false;
-      error = "non-standard exception";
-    }
-    const double took = clock.now() - started;
-    const double age = w->msg.timestamp_ms >= 0
-                           ? static_cast<double>(epoch_ms_now() - w->msg.timestamp_ms) / 1e3
-                           : -1.0;
+  }
 
-    std::lock_guard<std::mutex> lock(mu);
-    --part.running;
-    part.tracker.complete(w->msg.offset);
-    release_locked(part);
-    if (ok) {
-      ++processed;
-    } else {
-      ++failed;
-      if (failed <= 10 || failed % 1000 == 0) {
-        spdlog::warn("kafka {}@{}: handler failed ({} failures so far): {}",
-                     partition_name(part.topic, part.partition), w->msg.offset, failed, error);
+  // One pool task: runs up to kMaxRunMessages of a lane (kRunBudgetSeconds), then completes
+  // them under the lock in one go and queues the lane again if it has more.
+  void run_lane(const std::shared_ptr<Lane>& lane_ptr) {
+    Lane& lane = *lane_ptr;
+    PartitionState& part = *lane.part;
+    std::size_t begin = 0, end = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (lane.next >= lane.running.size()) {  // running batch exhausted: take the inbox
+        lane.running.clear();
+        std::swap(lane.running, lane.inbox);
+        lane.next = lane.completed = 0;
+        lane.done.store(0, std::memory_order_relaxed);
+      }
+      if (closed.load(std::memory_order_relaxed) || part.revoked.load(std::memory_order_relaxed) ||
+          lane.next >= lane.running.size()) {
+        drop_lane_locked(lane);
+        lane.state = LaneState::kIdle;
+        forget_lane_locked(lane);
+        drain_pending_locked();
+        return;
+      }
+      lane.state = LaneState::kRunning;
+      running_lanes.push_back(&lane);
+      ++part.running;
+      begin = lane.next;
+      end = std::min(lane.running.size(), begin + kMaxRunMessages);
+    }
+
+    // Without the lock: running.messages[begin, end) stay as they are until this lane's next
+    // run, and the byte buffer too.
+    RunScratch& scratch = run_scratch;
+    scratch.seconds.clear();
+    scratch.age_buckets.clear();
+    scratch.failures.clear();
+    SourceMessage& msg = scratch.message;
+    msg.topic = part.topic;
+    msg.partition = part.partition;
+    const char* bytes = lane.running.bytes.data();
+    const double run_start = clock.now();
+    double last = run_start;
+    double longest = 0;     // longest timed group (a single message unless very fast)
+    std::size_t group = 1;  // messages per clock read (see kTimeEachAboveSeconds)
+    std::size_t in_group = 0;
+    std::size_t i = begin;
+    while (i < end) {
+      if (closed.load(std::memory_order_relaxed) || part.revoked.load(std::memory_order_relaxed)) {
+        break;
+      }
+      const QueuedMessage& q = lane.running.messages[i];
+      msg.offset = q.offset;
+      msg.timestamp_ms = q.timestamp_ms;
+      msg.has_key = q.has_key;
+      msg.key.assign(bytes + q.key_pos, q.key_len);
+      msg.value.assign(bytes + q.value_pos, q.value_len);
+      try {
+        handler(msg);
+      } catch (const std::exception& e) {
+        scratch.failures.emplace_back(q.offset, e.what());
+      } catch (...) {
+        scratch.failures.emplace_back(q.offset, "non-standard exception");
+      }
+      ++i;
+      lane.done.store(i, std::memory_order_release);  // committable even if the next one hangs
+      ++in_group;
+      if (in_group == group || i == end) {
+        const double now = clock.now();
+        const double took = now - last;
+        last = now;
+        const double each = took / static_cast<double>(in_group);
+        scratch.seconds.insert(scratch.seconds.end(), in_group, each);
+        longest = std::max(longest, took);
+        in_group = 0;
+        group = each < kTimeEachAboveSeconds ? std::min(2 * group, kMaxTimedGroup) : 1;
+        if (now - run_start >= kRunBudgetSeconds) break;
       }
     }
-    max_handler_seconds = std::max(max_handler_seconds, took);
-    if (age >= 0) ages.add(age);
-    if (!closed && !part.revoked) advance_lane_locked(*w);
-    drain_pending_locked();
+    if (in_group > 0) {  // stopped early (given up) inside a timed group
+      const double now = clock.now();
+      const double took = now - last;
+      last = now;
+      scratch.seconds.insert(scratch.seconds.end(), in_group, took / static_cast<double>(in_group));
+      longest = std::max(longest, took);
+    }
+    // Record age at completion: one wall-clock read per run (a run lasts at most about
+    // kRunBudgetSeconds plus one handler call).
+    const int64_t now_ms = epoch_ms_now();
+    for (std::size_t k = begin; k < i; ++k) {
+      const int64_t ts = lane.running.messages[k].timestamp_ms;
+      if (ts >= 0) {
+        scratch.age_buckets.push_back(
+            AgeHistogram::index_of(static_cast<double>(now_ms - ts) / 1e3));
+      }
+    }
+
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --part.running;
+      running_lanes.erase(std::find(running_lanes.begin(), running_lanes.end(), &lane));
+      flush_lane_locked(lane);
+      lane.next = i;
+      const auto ran = static_cast<int64_t>(i - begin);
+      const auto n_failed = static_cast<uint64_t>(scratch.failures.size());
+      release_locked(part, ran);
+      processed += static_cast<uint64_t>(ran) - n_failed;
+      for (const auto& [offset, error] : scratch.failures) {
+        ++failed;
+        if (failed <= 10 || failed % 1000 == 0) {
+          spdlog::warn("kafka {}@{}: handler failed ({} failures so far): {}",
+                       partition_name(part.topic, part.partition), offset, failed, error);
+        }
+      }
+      max_handler_seconds = std::max(max_handler_seconds, longest);
+      if (ran > 0) {  // moving mean, weighted by messages (a run of 512 counts fully)
+        const double run_mean = (last - run_start) / static_cast<double>(ran);
+        const double weight = std::min(1.0, static_cast<double>(ran) / kMaxRunMessages);
+        mean_handler_seconds += weight * (run_mean - mean_handler_seconds);
+      }
+      for (const int b : scratch.age_buckets) ages.add_index(b);
+      lane.state = LaneState::kIdle;
+      if (closed.load(std::memory_order_relaxed) || part.revoked.load(std::memory_order_relaxed)) {
+        drop_lane_locked(lane);
+        forget_lane_locked(lane);
+      } else if (lane.waiting() > 0) {
+        submit_or_buffer_locked(lane_ptr);
+      } else {
+        forget_lane_locked(lane);
+      }
+      drain_pending_locked();
+    }
+    // Per-message run times into the pool's latency histogram (instead of this task's).
+    pool.record_items(scratch.seconds, scratch.failures.size());
   }
 
   // -------------------------------------------------------------------------------------------
   // Poll thread: dispatch
 
-  void dispatch_locked(const rd_kafka_message_t* m, std::vector<Gap>& gaps) {
-    const char* topic = rd_kafka_topic_name(m->rkt);
-    auto it = partitions.find({topic, m->partition});
-    if (it == partitions.end() || it->second->revoked) {
-      // Not ours (any more): not dispatched, not committed; the owner gets it.
-      spdlog::debug("kafka {}@{}: message for an unassigned partition ignored",
-                    partition_name(topic, m->partition), m->offset);
-      return;
-    }
-    const std::shared_ptr<PartitionState>& part = it->second;
-    part->started = true;
-    if (part->paused || paused_now) {
-      // Paused (or not yet pausable, see update_pause_state) but a message arrived: do not take
-      // it nor any later one of this partition; pause (again), and fetch again from the first
-      // refused offset when resuming (wake_fetchers seeks there).
-      if (part->refetch_from < 0 || m->offset < part->refetch_from) part->refetch_from = m->offset;
-      part->repause = true;
-      ++refused_while_paused;
-      return;
-    }
-    const int64_t expected = part->tracker.next_offset();
-    if (!part->tracker.dispatch(m->offset)) {
-      ++duplicates;
-      return;
-    }
-    if (expected >= 0 && m->offset > expected) gaps.push_back(Gap{part, expected, m->offset});
-
-    auto w = std::make_shared<Work>();
-    w->part = part;
-    w->msg.topic = part->topic;
-    w->msg.partition = m->partition;
-    w->msg.offset = m->offset;
-    if (m->key != nullptr) {
-      w->msg.key.assign(static_cast<const char*>(m->key), m->key_len);
-      w->msg.has_key = true;
-    }
-    if (m->payload != nullptr) w->msg.value.assign(static_cast<const char*>(m->payload), m->len);
-    rd_kafka_timestamp_type_t ts_type;
-    w->msg.timestamp_ms = rd_kafka_message_timestamp(m, &ts_type);
-    w->laned = ordering == Ordering::kPartition || (ordering == Ordering::kKey && w->msg.has_key);
-
-    ++part->unfinished;
-    ++unfinished;
-    ++consumed;
-    consumed_bytes += m->len + m->key_len;
-    max_unfinished_seen = std::max(max_unfinished_seen, unfinished);
-
-    if (w->laned) {
-      auto [lane, created] = part->lanes.try_emplace(lane_key(*w));
-      if (!created) {  // the lane has a message in flight: wait behind it
-        lane->second.push_back(std::move(w));
-        return;
+  // Dispatch of one poll, in two steps so that the lock is held briefly:
+  //  1. stage_batch (poll thread, no lock): sorts the messages into groups, one per lane they
+  //     go to, copying keys and values into the groups' buffers; filters messages that are not
+  //     ours, refused (paused) or duplicates, and finds gaps. It reads only state that the poll
+  //     thread alone writes (the assignment, pause flags, the trackers' next offsets).
+  //  2. dispatch_staged_locked (under mu): records the offsets in the trackers (in offset
+  //     order), hands each group's buffers to its lane (a swap when the lane's inbox is empty),
+  //     and queues each lane that was idle, once.
+  void stage_batch(const std::vector<rd_kafka_message_t*>& batch, std::vector<Gap>& gaps) {
+    DispatchStaging& st = staging;
+    st.reset();
+    std::size_t n_messages = 0;
+    for (const rd_kafka_message_t* m : batch) n_messages += m->err == RD_KAFKA_RESP_ERR_NO_ERROR;
+    // Chunks (unordered messages) are split so that every worker gets some.
+    const std::size_t workers = static_cast<std::size_t>(std::max(1, pool.size()));
+    const std::size_t chunk_limit =
+        std::clamp<std::size_t>((n_messages + workers - 1) / workers, 1, kMaxRunMessages);
+    const rd_kafka_topic_t* last_rkt = nullptr;
+    int32_t last_partition = -1;
+    StagedPartition* sp = nullptr;
+    std::size_t last_group = 0;  // groups index + 1 of the previous message's group; 0: none
+    for (const rd_kafka_message_t* m : batch) {
+      if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+      if (m->rkt != last_rkt || m->partition != last_partition) {
+        last_rkt = m->rkt;
+        last_partition = m->partition;
+        last_group = 0;
+        sp = nullptr;
+        auto it = partitions.find({rd_kafka_topic_name(m->rkt), m->partition});
+        if (it != partitions.end() && !it->second->revoked.load(std::memory_order_relaxed)) {
+          for (std::size_t i = 0; i < st.n_parts && sp == nullptr; ++i) {
+            if (st.parts[i].part == it->second) sp = &st.parts[i];
+          }
+          if (sp == nullptr) sp = &st.add_partition(it->second);
+        }
       }
+      if (sp == nullptr) {
+        // Not ours (any more): not dispatched, not committed; the owner gets it.
+        spdlog::debug("kafka {}@{}: message for an unassigned partition ignored",
+                      partition_name(rd_kafka_topic_name(m->rkt), m->partition), m->offset);
+        continue;
+      }
+      const PartitionState& part = *sp->part;
+      if (part.paused || paused_now) {
+        // Paused (or not yet pausable, see update_pause_state) but a message arrived: do not
+        // take it nor any later one of this partition; pause (again), and fetch again from the
+        // first refused offset when resuming (wake_fetchers seeks there).
+        ++sp->refused;
+        if (sp->refused_from < 0 || m->offset < sp->refused_from) sp->refused_from = m->offset;
+        continue;
+      }
+      if (sp->next >= 0 && m->offset < sp->next) {
+        ++sp->duplicates;
+        continue;
+      }
+      if (sp->next >= 0 && m->offset > sp->next) gaps.push_back(Gap{sp->part, sp->next, m->offset});
+      sp->next = m->offset + 1;
+      sp->offsets.push_back(m->offset);
+      sp->bytes += m->len + m->key_len;
+
+      const bool has_key = m->key != nullptr;
+      std::size_t g = 0;  // groups index + 1
+      if (ordering == Ordering::kPartition || (ordering == Ordering::kKey && has_key)) {
+        const std::string_view key =
+            ordering == Ordering::kPartition
+                ? std::string_view()
+                : std::string_view(static_cast<const char*>(m->key), m->key_len);
+        if (last_group != 0 && st.groups[last_group - 1].ordered &&
+            st.groups[last_group - 1].key == key) {
+          g = last_group;
+        } else {
+          auto [it, added] = sp->key_groups.try_emplace(key, 0);
+          if (added) it->second = st.add_group(sp->part, key, true) + 1;
+          g = it->second;
+        }
+      } else {
+        if (sp->open_chunk == 0 || st.groups[sp->open_chunk - 1].batch.size() >= chunk_limit) {
+          sp->open_chunk = st.add_group(sp->part, std::string_view(), false) + 1;
+        }
+        g = sp->open_chunk;
+      }
+      last_group = g;
+      rd_kafka_timestamp_type_t ts_type;
+      st.groups[g - 1].batch.append(m, rd_kafka_message_timestamp(m, &ts_type));
     }
-    submit_or_buffer_locked(w);
+  }
+
+  void dispatch_staged_locked() {
+    DispatchStaging& st = staging;
+    for (std::size_t i = 0; i < st.n_parts; ++i) {
+      StagedPartition& sp = st.parts[i];
+      PartitionState& part = *sp.part;
+      part.started = true;  // a message arrived: librdkafka has started its fetcher
+      if (sp.refused > 0) {
+        refused_while_paused += sp.refused;
+        if (part.refetch_from < 0 || sp.refused_from < part.refetch_from) {
+          part.refetch_from = sp.refused_from;
+        }
+        part.repause = true;
+      }
+      duplicates += sp.duplicates;
+      for (const int64_t offset : sp.offsets) part.tracker.dispatch(offset);
+      const auto n = static_cast<int64_t>(sp.offsets.size());
+      part.unfinished += n;
+      unfinished += n;
+      consumed += static_cast<uint64_t>(n);
+      consumed_bytes += sp.bytes;
+    }
+    max_unfinished_seen = std::max(max_unfinished_seen, unfinished);
+    for (std::size_t i = 0; i < st.n_groups; ++i) {
+      StagedGroup& g = st.groups[i];
+      std::shared_ptr<Lane> lane;
+      if (g.ordered) {
+        auto it = g.part->lanes.find(g.key);
+        if (it == g.part->lanes.end()) {
+          auto created = std::make_shared<Lane>(g.part, std::string(g.key), true);
+          created->inbox = spare_batch_locked();
+          it = g.part->lanes.emplace(created->key, std::move(created)).first;
+        }
+        lane = it->second;
+      } else {
+        lane = std::make_shared<Lane>(g.part, std::string(), false);
+        lane->inbox = spare_batch_locked();
+      }
+      if (lane->inbox.empty()) {
+        lane->inbox.take(g.batch);  // g.batch keeps the inbox's old (empty) buffers
+      } else {
+        lane->inbox.append(g.batch);
+        g.batch.clear();
+      }
+      // A lane that was idle got messages; a queued or running lane picks them up itself.
+      if (lane->state == LaneState::kIdle) st.to_queue.push_back(std::move(lane));
+    }
+    queue_lanes_locked(st.to_queue);
   }
 
   // Records below the log start offset expired before they were consumed (see header).
@@ -452,7 +921,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       // barrier, so a pause issued while it is still starting a fetcher after an assignment
       // could be lost (and leak messages) or could cancel the start (a stall). A partition
       // not started yet that delivers while a pause is wanted has that message refused
-      // (dispatch_locked) and is paused right after.
+      // (stage_batch) and is paused right after.
       for (auto& [key, part] : partitions) {
         if (part->revoked || !part->started) continue;
         if (part->paused != want || (want && part->repause)) {
@@ -524,6 +993,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   // Builds the list of offsets worth committing for these partitions (nullptr if none).
   rd_kafka_topic_partition_list_t* commit_list_locked(
       const std::vector<std::shared_ptr<PartitionState>>& parts) {
+    flush_running_locked();
     rd_kafka_topic_partition_list_t* list = nullptr;
     for (const auto& p : parts) {
       const int64_t offset = p->tracker.committable();
@@ -710,23 +1180,18 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
     unfinished -= part.unfinished;
   }
 
-  // Gives up what a partition still holds that has not reached a worker (lanes, pending), and
-  // makes queued tasks skip the handler. Returns how many were dropped here.
+  // Gives up what a partition still holds that no worker runs now (lanes waiting, queued or
+  // pending), and makes runs in progress stop before their next message. Returns how many
+  // messages were dropped here. (Chunks queued in the pool drop theirs when they run.)
   int64_t give_up_locked(PartitionState& part) {
-    part.revoked = true;
+    part.revoked.store(true, std::memory_order_relaxed);
     int64_t n = 0;
-    for (auto& [key, lane] : part.lanes) {
-      for (auto& w : lane) {
-        release_locked(*w->part);
-        ++dropped;
-        ++n;
-      }
-    }
+    for (auto& [key, lane] : part.lanes) n += drop_lane_locked(*lane);
     part.lanes.clear();
     for (auto it = pending.begin(); it != pending.end();) {
       if ((*it)->part.get() == &part) {
-        drop_locked(**it);
-        ++n;
+        n += drop_lane_locked(**it);
+        (*it)->state = LaneState::kIdle;
         it = pending.erase(it);
       } else {
         ++it;
@@ -746,7 +1211,8 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
         revoked.push_back(it->second);
       }
       // Let what was consumed finish (bounded), unless the partitions are lost already.
-      SteadyTime deadline = steady_after(lost || closed ? 0.0 : config.revoke_timeout_seconds);
+      SteadyTime deadline =
+          steady_after(lost || closed.load() ? 0.0 : config.revoke_timeout_seconds);
       if (stop_requested.load(std::memory_order_acquire))
         deadline = std::min(deadline, stop_deadline);
       auto all_done = [&] {
@@ -819,16 +1285,36 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
           static_cast<double>(fetch_max_bytes),
           static_cast<double>(parts) * static_cast<double>(max_partition_fetch_bytes));
       const double per_fetch = fetch_bytes / avg;
-      if (static_cast<double>(pool.queue_capacity()) < per_fetch) {
+      if (static_cast<double>(max_unfinished) < per_fetch) {
         spdlog::warn(
-            "kafka: the pool queue ({} messages) is smaller than one fetch (~{:.0f} messages of "
-            "~{:.0f} bytes; fetch.max.bytes {}, max.partition.fetch.bytes {} x {} partitions): "
-            "fetching will pause and resume often. Raise the queue capacity or lower the fetch "
-            "sizes",
-            pool.queue_capacity(), per_fetch, avg, fetch_max_bytes, max_partition_fetch_bytes,
-            parts);
+            "kafka: max_unfinished ({} messages; default 2 x the pool queue capacity) is smaller "
+            "than one fetch (~{:.0f} messages of ~{:.0f} bytes; fetch.max.bytes {}, "
+            "max.partition.fetch.bytes {} x {} partitions): when the workers fall behind, "
+            "fetching pauses and librdkafka drops what it prefetched. Raise kafka.max_unfinished "
+            "or the queue capacity, or lower the fetch sizes",
+            max_unfinished, per_fetch, avg, fetch_max_bytes, max_partition_fetch_bytes, parts);
       }
     }
+  }
+
+  // Backpressure grace (see kBackpressureGraceMs): when fetching is not paused yet but the
+  // workers are behind, waits at most the grace for unfinished <= resume_unfinished and no
+  // pool backpressure. Requires mu (held through `lock`).
+  void await_room_locked(std::unique_lock<std::mutex>& lock) {
+    auto behind = [&] { return unfinished >= max_unfinished || pool.backpressure(); };
+    if (backpressure_paused || paused_now || !behind()) return;
+    auto caught_up = [&] {
+      return (unfinished <= resume_unfinished && !pool.backpressure()) ||
+             stop_requested.load(std::memory_order_relaxed);
+    };
+    const SteadyTime deadline = steady_now() + std::chrono::milliseconds(kBackpressureGraceMs);
+    room_waiter = true;
+    // Short slices: the pool's backpressure flips without notifying room_cv.
+    while (!caught_up() && steady_now() < deadline) {
+      room_cv.wait_for(lock, std::chrono::milliseconds(1));
+      drain_pending_locked();
+    }
+    room_waiter = false;
   }
 
   void poll_loop() {
@@ -840,7 +1326,8 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       bool waiting;
       int64_t room;
       {
-        std::lock_guard<std::mutex> lock(mu);
+        std::unique_lock<std::mutex> lock(mu);
+        await_room_locked(lock);
         waiting = !pending.empty();
         room = max_unfinished - unfinished;
       }
@@ -850,11 +1337,10 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       poll_batch(waiting ? kBusyPollMs : kIdlePollMs, limit, batch);
       if (!awaiting_committed.empty()) resolve_committed();
       if (!batch.empty()) {
+        stage_batch(batch, gaps);
         {
           std::lock_guard<std::mutex> lock(mu);
-          for (rd_kafka_message_t* m : batch) {
-            if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) dispatch_locked(m, gaps);
-          }
+          dispatch_staged_locked();
         }
         for (rd_kafka_message_t* m : batch) {
           if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) handle_event(m);
@@ -879,14 +1365,25 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
     shutdown_drain();
   }
 
+  // Takes up to `limit` messages (and serves librdkafka's callbacks). While messages stream in
+  // (the previous poll took at least kStreamingBatch), an empty queue first gets a short nap
+  // (kStreamingNapMicros) before the blocking wait: a poll thread that waits on the queue is
+  // woken by librdkafka's fetcher thread for nearly every message it enqueues, and the two then
+  // contend for the queue's lock message by message; after the nap it takes a whole run.
   void poll_batch(int timeout_ms, std::size_t limit, std::vector<rd_kafka_message_t*>& batch) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, timeout_ms);
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 0);
+    if (m == nullptr && streaming) {
+      std::this_thread::sleep_for(std::chrono::microseconds(kStreamingNapMicros));
+      m = rd_kafka_consumer_poll(rk, 0);
+    }
+    if (m == nullptr) m = rd_kafka_consumer_poll(rk, timeout_ms);
     while (m != nullptr) {
       batch.push_back(m);
       // After an assignment, read the committed offsets before taking more messages.
       if (batch.size() >= limit || !awaiting_committed.empty()) break;
       m = rd_kafka_consumer_poll(rk, 0);
     }
+    streaming = batch.size() >= std::min<std::size_t>(limit, kStreamingBatch);
   }
 
   // After stop(): stop fetching, let consumed messages finish until the deadline, give up the
@@ -908,10 +1405,13 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
     std::vector<std::shared_ptr<PartitionState>> parts;
     {
       std::lock_guard<std::mutex> lock(mu);
-      closed = true;
+      closed.store(true, std::memory_order_relaxed);
       int64_t given_up = 0, left = unfinished;
       for (auto& [key, part] : partitions) given_up += give_up_locked(*part);
-      for (auto& w : pending) drop_locked(*w);  // (only partitions we no longer own)
+      for (auto& lane : pending) {  // (only partitions we no longer own)
+        drop_lane_locked(*lane);
+        lane->state = LaneState::kIdle;
+      }
       pending.clear();
       if (left > 0) {
         spdlog::warn(
@@ -1175,6 +1675,7 @@ SourceStats KafkaSource::stats(bool refresh_watermarks) {
 
   SourceStats s;
   std::lock_guard<std::mutex> lock(c.mu);
+  c.flush_running_locked();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     PartitionState& p = *parts[i];
     if (p.detached) continue;
@@ -1222,6 +1723,7 @@ SourceStats KafkaSource::stats(bool refresh_watermarks) {
   s.max_unfinished_seen = c.max_unfinished_seen;
   s.pending = static_cast<int64_t>(c.pending.size());
   s.max_pending_seen = c.max_pending_seen;
+  s.max_unfinished = c.max_unfinished;
   s.record_age_p99_seconds = c.ages.quantile(0.99);
   c.ages.clear();
   s.max_handler_seconds = c.max_handler_seconds;
@@ -1250,6 +1752,13 @@ void KafkaSource::stop(double timeout_seconds) {
   Core& c = *core_;
   c.stop_deadline = steady_after(std::isfinite(timeout_seconds) ? timeout_seconds : 1e6);
   c.stop_requested.store(true, std::memory_order_release);
+  // Wakes a poll thread blocked in rd_kafka_consumer_poll, so that stopping starts at once
+  // rather than up to kIdlePollMs later (the longer the gap, the likelier the group is
+  // rebalancing by the time we close, which librdkafka 2.0 handles badly).
+  if (rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(c.rk)) {
+    rd_kafka_queue_yield(queue);
+    rd_kafka_queue_destroy(queue);
+  }
   if (poll_thread_.joinable()) poll_thread_.join();
   // Leaves the group: the revoke callback runs here (nothing left to wait for; commits are
   // already done, so it commits nothing new).

@@ -2,30 +2,56 @@
 // The Kafka consumer that feeds the worker pool (librdkafka C API, consumer group).
 //
 // Algorithm.
-//  * One poll thread calls rd_kafka_consumer_poll with a short timeout (<= 50 ms) in a loop and
-//    never waits for a worker, so a slow handler can never breach max.poll.interval.ms. Each
-//    message is dispatched to an ordering lane and handed to the pool with try_submit.
+//  * One poll thread calls rd_kafka_consumer_poll in a loop (blocking at most 50 ms) and never
+//    waits on the handlers for more than 50 ms (see Backpressure), so a slow handler can never
+//    breach max.poll.interval.ms. It takes up
+//    to 1024 messages per iteration and dispatches them together: first without the lock it
+//    sorts them into groups, one per lane, copying keys and values into the groups' buffers
+//    (the librdkafka messages are released right after); then under the lock it records the
+//    offsets and hands each group to its lane. While messages stream in, an empty queue gets a
+//    0.3 ms nap before the blocking wait, so that librdkafka's fetcher thread enqueues a run of
+//    messages instead of waking the poll thread for each one.
 //  * Ordering lanes (per-key / per-partition FIFO queues): in `key` mode messages with the same
 //    (topic, partition, key) are handled one at a time, in offset order; messages without a key
 //    (a null key) are not ordered at all. In `partition` mode each partition is one lane. In
-//    `unordered` mode there are no lanes. A lane has at most one message in the pool; when it
-//    completes, the worker that ran it submits the lane's next message.
-//  * When the pool refuses a message (queue full), it goes to the source's pending buffer (FIFO,
+//    `unordered` mode (and for null keys) each poll's messages of a partition are cut into
+//    chunks, one per worker (at most 512 messages), each a one-off lane.
+//  * A lane is run by at most one pool task at a time. A task runs up to 512 of its lane's
+//    messages one after another (stopping after 10 ms of handler time), completes them in one
+//    go, and queues the lane again if more arrived. Lanes that one poll queued share a task
+//    when their messages are expected (from the mean handler time) to take under 0.1 ms in
+//    all; such a task hands the lanes it has not started after 10 ms to tasks of their own.
+//    So per message there is no allocation, no pool task and no lock; per run one task and two
+//    lock round trips.
+//  * The handler sees a SourceMessage that the worker refills for each message (key and value
+//    are copied into its strings, whose capacity is reused). Its run time goes into the pool's
+//    latency histogram per message (WorkerPool::record_items; the pool then does not record
+//    the task as a whole): each message is timed on its own, except that very fast ones
+//    (under 2 us) are timed in groups of up to 64, each recorded with the group's mean.
+//  * When the pool refuses a lane (queue full), it goes to the source's pending buffer (FIFO,
 //    never dropped); the poll thread and completing workers retry the buffer.
 //  * Offsets: per partition a PartitionOffsetTracker records dispatched offsets and
 //    out-of-order completions; the commit offset is the highest offset below which everything
-//    dispatched is done. Commits carry explicit offsets (enable.auto.commit=false): async every
-//    commit_interval_seconds, sync on partition revocation and on shutdown. At-least-once: what
-//    was not committed is delivered again after a restart or a rebalance.
+//    dispatched is done. A run publishes how far it got after each message, and every commit
+//    (and stats()) first completes what runs in progress have finished, so a long or stuck run
+//    does not hold back the commit of what it already did. Commits carry explicit offsets
+//    (enable.auto.commit=false): async every commit_interval_seconds, sync on partition
+//    revocation and on shutdown. At-least-once: what was not committed is delivered again
+//    after a restart or a rebalance.
 //  * Revocation (rebalance callback, on the poll thread): the revoked partitions' consumed
 //    messages (pool queue, running, lanes, pending) are given up to revoke_timeout_seconds to
-//    finish; what is left is dropped (it was not committed, so the next owner gets it), then the
-//    done prefix is committed synchronously and the partitions are unassigned.
+//    finish; what is left is dropped (it was not committed, so the next owner gets it; a run in
+//    progress stops before its next message), then the done prefix is committed synchronously
+//    and the partitions are unassigned.
 //  * Backpressure: "unfinished" = consumed but not finished (pool queue + running + lanes +
-//    pending). All assigned partitions are paused (rd_kafka_pause_partitions) when the pool's
-//    backpressure turns on or unfinished >= max_unfinished, and resumed when the pool's
-//    backpressure is off and unfinished <= max_unfinished / 5 (20 %). Polling goes on while
-//    paused. An operator pause (pause_consumption) pauses too; workers finish what they hold.
+//    pending), in messages. When the pool's backpressure turns on or unfinished reaches
+//    max_unfinished, the poll thread first waits up to 50 ms for the workers to catch up
+//    (unfinished <= max_unfinished / 5 and no pool backpressure): pausing makes librdkafka drop
+//    what it prefetched, which it then fetches and parses again, so a short stall is cheaper.
+//    If they do not, all assigned partitions are paused (rd_kafka_pause_partitions), and
+//    resumed when the pool's backpressure is off and unfinished <= max_unfinished / 5 (20 %).
+//    Polling goes on while paused. An operator pause (pause_consumption) pauses too; workers
+//    finish what they hold.
 //    librdkafka 2.0 does not wake its fetcher on resume (fetching restarted up to 1 s late,
 //    which capped throughput at a few thousand msg/s with a small queue), so each resume is
 //    followed by an async seek to the resume position itself, which wakes it. Assignments
@@ -53,19 +79,28 @@
 //    stop(), joined(), destructor. (pause/resume/joined may be called from any thread.)
 //  * Poll thread (started by start()): librdkafka polling, the rebalance and offset-commit
 //    callbacks, dispatch, pause/resume of partitions, periodic commits.
-//  * Pool workers: the handler, then completion (tracker, lane advance, pending retry).
+//  * Pool workers: lane runs (the handler), then completion (tracker, counters, requeueing,
+//    pending retry).
 //  * Core::mu guards all dispatch state: partitions, trackers, lanes, the pending buffer,
 //    counters, the record-age histogram. It is never held across a librdkafka call that can
 //    block or across the handler. Lock order: Core::mu, then the pool's internal lock
-//    (try_submit is called under Core::mu).
+//    (try_submit is called under Core::mu). State that only the poll thread writes (the
+//    assignment map, pause flags, a tracker's next offset) is also read by the poll thread
+//    without the lock, when it stages a dispatch.
+//  * A run's messages (Lane::running) are read by its worker without the lock: they are only
+//    replaced at the start of the lane's next run, under the lock.
 //  * Atomics: operator_paused / stop_requested (set by the control thread, read by the poll
-//    thread), assigned (written by the poll thread, read by joined()).
+//    thread), assigned (written by the poll thread, read by joined()), closed and each
+//    partition's revoked flag (written under Core::mu, read by running workers between
+//    messages), each lane's done count (written by its worker, read under Core::mu).
 //  * Tasks in the pool hold a shared_ptr to the source's internals, so a task that runs after
 //    stop() (or after its partition was revoked) finds them alive; it then skips the handler.
 //
-// Time: the injected Clock measures handler run time and paces the periodic commits; the
-// revoke and stop deadlines are real waits (std::chrono::steady_clock), and record age is the
-// system clock minus the record's timestamp (both epoch-based, like Kafka's).
+// Time: the injected Clock measures handler run time, bounds runs and paces the periodic
+// commits; the revoke and stop deadlines and the backpressure grace are real waits
+// (std::chrono::steady_clock), and record age is the system clock read at the end of the run
+// minus the record's timestamp (both epoch-based, like Kafka's; a run lasts about 10 ms at
+// most, plus one handler call).
 //
 // Config checks logged as spdlog warnings: fetch.max.bytes above 50 MB; revoke_timeout_seconds
 // not below max.poll.interval.ms; enable.auto.commit=true (overridden); at run time, once:
@@ -98,6 +133,7 @@ struct SourceMessage {
 
 // Called on pool workers, concurrently. May throw: the message is counted as failed and
 // logged, and its offset still completes (at-least-once delivery, every message accounted).
+// The SourceMessage is valid only during the call (the worker refills it for the next one).
 using MessageHandler = std::function<void(const SourceMessage&)>;
 
 struct KafkaSourceConfig {
@@ -148,10 +184,12 @@ struct SourceStats {
   uint64_t resumes = 0;
   int64_t unfinished = 0;  // consumed, not finished, now
   int64_t max_unfinished_seen = 0;
-  int64_t pending = 0;  // in the source's pending buffer now
+  int64_t max_unfinished = 0;  // the bound on unfinished (config, or 2 x the pool's queue)
+  int64_t pending = 0;         // lanes (runs of messages) in the source's pending buffer now
   int64_t max_pending_seen = 0;
   double record_age_p99_seconds = 0;  // now - record timestamp at completion, since last stats()
-  double max_handler_seconds = 0;     // longest handler run so far
+  double max_handler_seconds = 0;     // longest handler run so far (very fast handlers are
+                                      // timed in groups: then the group's time, an upper bound)
   bool paused = false;                // partitions are paused now
   int assigned_partitions = 0;
 };

@@ -2,11 +2,13 @@
 // Which offset of one partition may be committed, when messages complete out of order.
 //
 // Algorithm: offsets are dispatched in increasing order (Kafka delivers a partition in offset
-// order), so the tracker keeps the dispatched-but-not-yet-committable offsets in a deque sorted
-// by offset, each with a done flag. complete() finds its entry by binary search (O(log n)) and
-// sets the flag; then done entries are popped from the front (amortised O(1): each entry is
-// pushed and popped once). The front of the deque is therefore always the oldest unfinished
-// offset, and the commit offset (Kafka's "next offset to read") is:
+// order), so the tracker keeps the dispatched-but-not-yet-committable offsets in a FIFO sorted
+// by offset (a ring buffer: no allocation once it has grown), each with a done flag. complete()
+// finds its entry at index (offset - front offset) when the dispatched offsets have no gap
+// there (O(1), the usual case), else by binary search (O(log n)), and sets the flag; then done
+// entries are popped from the front (amortised O(1): each entry is pushed and popped once). The
+// front is therefore always the oldest unfinished offset, and the commit offset (Kafka's "next
+// offset to read") is:
 //   - the front's offset while anything is unfinished (everything below it is done), else
 //   - next_offset(): one past the highest dispatched offset (or the start / skip position).
 // Offsets that were never dispatched (gaps from compaction, transaction markers, records lost
@@ -16,7 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <vector>
 
 namespace lagpilot {
 
@@ -47,7 +49,7 @@ class PartitionOffsetTracker {
 
   // The Kafka commit offset: every dispatched offset below it is done. kUnknown when nothing
   // was dispatched and no start offset is known.
-  int64_t committable() const { return entries_.empty() ? next_offset_ : entries_.front().offset; }
+  int64_t committable() const { return size_ == 0 ? next_offset_ : at(0).offset; }
 
   // One past the highest dispatched offset (or the start / skip position); kUnknown if none.
   int64_t next_offset() const { return next_offset_; }
@@ -56,7 +58,7 @@ class PartitionOffsetTracker {
   std::size_t unfinished() const { return unfinished_; }
 
   // Entries held: unfinished ones plus done ones that wait behind an unfinished one.
-  std::size_t tracked() const { return entries_.size(); }
+  std::size_t tracked() const { return size_; }
 
  private:
   struct Entry {
@@ -64,7 +66,16 @@ class PartitionOffsetTracker {
     bool done;
   };
 
-  std::deque<Entry> entries_;  // sorted by offset; front is never done
+  // Logical index i (0 = front) of the ring buffer.
+  const Entry& at(std::size_t i) const { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  Entry& at(std::size_t i) { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  std::size_t lower_bound(int64_t offset) const;  // first logical index with offset >= `offset`
+
+  // Ring buffer of size_ entries from head_, sorted by offset; the front is never done.
+  // Capacity is a power of two (or 0), doubled when full.
+  std::vector<Entry> ring_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
   int64_t next_offset_ = kUnknown;
   std::size_t unfinished_ = 0;
 };

@@ -57,6 +57,14 @@ std::thread start_std_thread(std::function<void()> body) {
   return std::thread(std::move(body));
 }
 
+// The task a worker thread is running now, so that record_items() called from inside it can
+// tell the pool not to record the task itself. Thread-local: set and read by that worker only.
+struct TaskInProgress {
+  const void* pool = nullptr;   // the Impl running the task
+  bool items_recorded = false;  // record_items() was called from inside it
+};
+thread_local TaskInProgress* task_in_progress = nullptr;
+
 }  // namespace
 
 struct WorkerPool::Impl {
@@ -293,19 +301,25 @@ struct WorkerPool::Impl {
 
     if (flipped) deliver_backpressure();
     bool threw = false;
+    TaskInProgress in_progress{this, false};
+    TaskInProgress* const outer = task_in_progress;
+    task_in_progress = &in_progress;
     try {
       task();
     } catch (...) {
       threw = true;  // counted; the worker lives on
     }
+    task_in_progress = outer;
     const double end = clock_.now();
     task = nullptr;  // its captures die here, outside the lock (they may call the pool)
-    latency_[latency_bucket(end - start)].fetch_add(1, std::memory_order_relaxed);
+    if (!in_progress.items_recorded || threw) {
+      latency_[latency_bucket(end - start)].fetch_add(1, std::memory_order_relaxed);
+      completed_.fetch_add(1, std::memory_order_relaxed);
+    }
     if (threw) {
       failed_.fetch_add(1, std::memory_order_relaxed);
       window_failed_.fetch_add(1, std::memory_order_relaxed);
     }
-    completed_.fetch_add(1, std::memory_order_relaxed);
 
     lock.lock();
     integrate_busy_locked(end);
@@ -313,6 +327,45 @@ struct WorkerPool::Impl {
     self->busy = false;
     if (state_waiters_ > 0 && queue_.empty() && busy_.load(std::memory_order_relaxed) == 0)
       state_cv_.notify_all();
+  }
+
+  // Batched items: counts them per bucket first, so that the shared atomic counters see one
+  // add per distinct bucket (items of one batch mostly share a few buckets).
+  void record_items(std::span<const double> item_seconds, std::size_t failed_items) {
+    if (task_in_progress != nullptr && task_in_progress->pool == this) {
+      task_in_progress->items_recorded = true;
+    }
+    constexpr std::size_t kRun = 16;  // distinct buckets gathered before flushing
+    std::array<int, kRun> buckets{};
+    std::array<uint64_t, kRun> counts{};
+    std::size_t used = 0;
+    auto flush = [&] {
+      for (std::size_t i = 0; i < used; ++i) {
+        latency_[buckets[i]].fetch_add(counts[i], std::memory_order_relaxed);
+      }
+      used = 0;
+    };
+    for (const double seconds : item_seconds) {
+      const int bucket = latency_bucket(seconds);
+      std::size_t i = 0;
+      while (i < used && buckets[i] != bucket) ++i;
+      if (i == used) {
+        if (used == kRun) {
+          flush();
+          i = 0;
+        }
+        buckets[i] = bucket;
+        counts[i] = 0;
+        used = i + 1;
+      }
+      ++counts[i];
+    }
+    flush();
+    completed_.fetch_add(item_seconds.size(), std::memory_order_relaxed);
+    if (failed_items > 0) {
+      failed_.fetch_add(failed_items, std::memory_order_relaxed);
+      window_failed_.fetch_add(failed_items, std::memory_order_relaxed);
+    }
   }
 
   // Adds busy-worker-seconds up to `t`. Requires mu_. Ignores time going backwards.
@@ -570,6 +623,9 @@ void WorkerPool::set_backpressure_listener(std::function<void(bool)> listener) {
 }
 void WorkerPool::wait_idle() {
   impl_->wait_idle();
+}
+void WorkerPool::record_items(std::span<const double> item_seconds, std::size_t failed_items) {
+  impl_->record_items(item_seconds, failed_items);
 }
 double WorkerPool::latency_bucket_upper_bound(double seconds) {
   return bucket_upper_bound(latency_bucket(seconds));

@@ -18,7 +18,9 @@
 // Measurements use the injected Clock only: each task's run time goes into a histogram of
 // fixed log-spaced buckets (8 per octave from 1 us; atomic counters, O(1) per task), and the
 // busy-worker count is integrated over time for the window's mean. take_window() returns and
-// resets both.
+// resets both. A task that runs a batch of items (many messages) reports each item's run time
+// with record_items() instead; the pool then records the items, not the task, so latency
+// percentiles and completed counts stay per item while busy accounting stays per worker.
 //
 // Thread-safety: every public method may be called from any thread, including from inside a
 // task, except shutdown() and wait_idle(), which must not be called from a worker (they wait
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -46,7 +49,7 @@ struct WorkerPoolOptions {
 // Statistics of one tick window, returned and reset by WorkerPool::take_window().
 struct PoolWindow {
   double seconds = 0.0;      // window length
-  uint64_t completed = 0;    // tasks finished in the window (including those that threw)
+  uint64_t completed = 0;    // tasks (or record_items() items) finished in the window
   double latency_p50 = 0.0;  // task run time, seconds (upper bound of the histogram bucket)
   double latency_p99 = 0.0;
   double busy_mean = 0.0;  // mean busy workers over the window
@@ -95,8 +98,11 @@ class WorkerPool {
 
   // --- Additions beyond the first agreed interface ---
 
-  uint64_t completed() const;  // tasks finished since construction (including those that threw)
-  uint64_t failed() const;     // tasks that threw since construction (the worker lives on)
+  // Tasks finished since construction (including those that threw); a task that reported items
+  // through record_items() counts as its items instead.
+  uint64_t completed() const;
+  // Tasks that threw since construction (the worker lives on), plus failed_items reported.
+  uint64_t failed() const;
   // Worker threads running now, including retired ones that have not exited yet.
   int live_threads() const;
   // Called with the new state each time backpressure() flips, from the thread that flipped it
@@ -109,6 +115,12 @@ class WorkerPool {
   // Blocks until the queue is empty, no task runs, and every retired worker has exited.
   // For tests and benchmarks; must not be called from a task.
   void wait_idle();
+  // For a task that runs a batch of items: records one run time per item (seconds) in the
+  // latency histogram, counts the items in completed() and the window's completed, and
+  // `failed_items` of them in failed(). Called from inside a task of this pool (on the worker
+  // running it; any number of times), the task itself is then not recorded (unless it throws).
+  // Called from any other thread, it only records the items. O(items), no lock.
+  void record_items(std::span<const double> item_seconds, std::size_t failed_items = 0);
   // The value take_window() reports as p50/p99 for a task that ran `seconds`: the upper bound
   // of its histogram bucket (buckets are 2^(1/8) wide from 1 us; < 1 us reports 1 us).
   static double latency_bucket_upper_bound(double seconds);
