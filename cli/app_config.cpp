@@ -49,6 +49,7 @@ AppConfig AppConfig::from_json(const nlohmann::json& root) {
     if (!s->is_object()) throw ConfigError("sim", "must be a JSON object");
     c.sim = *s;
   }
+  if (r.has("http")) c.http = HttpApiConfig::from_json(*r.raw("http"), "http");
   RuntimeConfig::read_keys(r, c.runtime);
   r.finish();
   c.make_policy();  // validates the parameters now, naming policy.params.<field>
@@ -69,6 +70,7 @@ nlohmann::json AppConfig::to_json() const {
   root["policy"] = {{"name", policy_name}, {"params", make_policy()->params()}};
   root["guards"] = guards.to_json();
   root["sim"] = sim::SimConfig::from_json(sim, "sim").to_json();
+  root["http"] = http.to_json();
   runtime.write_keys(root);
   return root;
 }

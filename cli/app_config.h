@@ -4,6 +4,7 @@
 //   { "policy": {"name": "pid", "params": {...}},   policy and its parameters
 //     "guards": {...},                               bounds, step limits, stabilization, ...
 //     "sim": {...},                                  simulator settings (lagpilot sim)
+//     "http": {...},                                 control API + /metrics (run)
 //     ...RuntimeConfig keys...                       broker, kafka, pool, handler, ... (run) }
 //
 // Loaded and validated once; every error names the file and the JSON path. Missing keys keep
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/consumer_runtime.h"
+#include "controller/http_api.h"
 #include "policies/guards.h"
 #include "policies/policy.h"
 
@@ -26,6 +28,7 @@ struct AppConfig {
   GuardConfig guards;
   nlohmann::json sim = nlohmann::json::object();  // validated by the sim command
   RuntimeConfig runtime;
+  HttpApiConfig http;  // "http": the control API and /metrics (lagpilot run)
 
   // Throws ConfigError (JSON path) or std::runtime_error (file errors, JSON syntax with line).
   static AppConfig load(const std::string& path);

@@ -2,6 +2,7 @@
 // With --replay it also produces a trace in-process and ends with a loss/duplicate summary
 // (this is what `make run` shows).
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <iostream>
 #include <set>
@@ -10,12 +11,15 @@
 
 #include <unistd.h>
 
+#include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/app_config.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
 #include "controller/embedded_broker.h"
+#include "controller/http_api.h"
+#include "controller/metrics.h"
 #include "controller/ledger.h"
 #include "controller/message_codec.h"
 #include "controller/producer.h"
@@ -39,7 +43,23 @@ struct RunOptions {
   uint64_t replay_keys = 64;
   double drain_timeout = 60;
   bool until_drained = false;
+  std::string listen;
+  std::string api_token_file;
 };
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string read_token_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read the API token file");
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) throw std::runtime_error(path + ": the API token file is empty");
+  return token;
+}
 
 struct Summary {
   uint64_t produced = 0, processed = 0, unique = 0, duplicates = 0, lost = 0, failed = 0,
@@ -80,6 +100,12 @@ CommandMain add_run_command(CLI::App& app) {
   app.add_flag("--print-config", o->print_config, "Print the effective config (all defaults) and exit");
   app.add_option("--duration", o->duration, "Stop after this many seconds (0: until SIGINT)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--listen", o->listen,
+                 "HOST:PORT of the control API and /metrics (default 127.0.0.1:9464; "
+                 "config \"http\"); PORT 0 picks a free port");
+  app.add_option("--api-token-file", o->api_token_file,
+                 "File holding the bearer token for mutating API calls (else $LAGPILOT_API_TOKEN)")
+      ->check(CLI::ExistingFile);
   app.add_flag("--until-drained", o->until_drained,
                "Stop once partitions are assigned and the committed lag is 0");
   app.add_option("--replay", o->replay,
@@ -116,6 +142,22 @@ CommandMain add_run_command(CLI::App& app) {
       cfg.runtime.kafka.bootstrap_servers = o->bootstrap;
     }
     if (!o->ledger.empty()) cfg.runtime.ledger = o->ledger;
+    if (!o->listen.empty()) {
+      const auto colon = o->listen.rfind(':');
+      int port = -1;
+      if (colon != std::string::npos) {
+        try {
+          port = std::stoi(o->listen.substr(colon + 1));
+        } catch (const std::exception&) {
+        }
+      }
+      if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535) {
+        throw ConfigError("--listen", "must be HOST:PORT, got \"" + o->listen + "\"");
+      }
+      cfg.http.host = o->listen.substr(0, colon);
+      cfg.http.port = port;
+      cfg.http.enabled = true;
+    }
     if (o->print_config) {
       std::cout << cfg.to_json().dump(2) << std::endl;
       return 0;
@@ -125,6 +167,13 @@ CommandMain add_run_command(CLI::App& app) {
                         "required with \"broker\": \"external\" (or pass --bootstrap)");
     }
     const bool json_lines = o->log_format == "json";
+    std::string api_token =
+        o->api_token_file.empty() ? cfg.http.token_from_env() : read_token_file(o->api_token_file);
+    if (cfg.http.enabled && !is_loopback(cfg.http.host) && api_token.empty()) {
+      throw ConfigError("http.host", "\"" + cfg.http.host +
+                                         "\" is not loopback: set a token ($" +
+                                         cfg.http.token_env + " or --api-token-file) first");
+    }
     ShutdownSignal::install();
 
     std::unique_ptr<EmbeddedBroker> broker;
@@ -166,6 +215,36 @@ CommandMain add_run_command(CLI::App& app) {
                  cfg.runtime.kafka.topics.front(), cfg.runtime.kafka.bootstrap_servers,
                  cfg.policy_name, cfg.guards.min_workers, cfg.guards.max_workers);
 
+    // The control API and /metrics on one port.
+    RuntimeMetrics metrics(std::make_shared<prometheus::Registry>());
+    ApiContext api_ctx(runtime.controller(), clock);
+    api_ctx.token = api_token;
+    api_ctx.metrics_text = [&metrics] { return metrics.render(); };
+    api_ctx.status_extra = [&metrics, &runtime] {
+      nlohmann::json j = metrics.last_tick_status();
+      j["pool_size_now"] = runtime.pool().size();
+      return j;
+    };
+    api_ctx.set_paused = [&runtime](bool paused) {
+      paused ? runtime.source().pause_consumption() : runtime.source().resume_consumption();
+    };
+    api_ctx.ready = [&runtime] {
+      if (!runtime.source().joined()) return Readiness{false, "not yet assigned partitions"};
+      if (runtime.controller().ticks() == 0) return Readiness{false, "no control tick yet"};
+      return Readiness{true, ""};
+    };
+    std::unique_ptr<HttpApi> api;
+    if (cfg.http.enabled) {
+      api = std::make_unique<HttpApi>(api_ctx);
+      if (api->start(cfg.http.host, cfg.http.port)) {
+        spdlog::info("control API and /metrics on http://{}:{}", cfg.http.host, api->port());
+      } else {
+        spdlog::error("control API: cannot listen on {}:{}; consuming without it",
+                      cfg.http.host, cfg.http.port);
+        api.reset();
+      }
+    }
+
     // Optional in-process producer replaying a trace.
     std::atomic<bool> producer_stop{false};
     std::atomic<bool> producer_done{false};
@@ -202,7 +281,13 @@ CommandMain add_run_command(CLI::App& app) {
       const double wait = next_tick - clock.now();
       if (wait > 0 && ShutdownSignal::wait_for(wait)) break;
       next_tick += cfg.runtime.tick_seconds;
+      const double tick_start = clock.now();
       const auto report = runtime.tick();
+      metrics.record_tick(report, runtime.controller().guard_config(),
+                          report.decision.source == "override", clock.now() - tick_start,
+                          std::chrono::duration<double>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
       std::cout << format_status_line(report, json_lines) << std::endl;
       if (o->duration > 0 && clock.now() - start >= o->duration) break;
       if (o->until_drained && report.source.assigned_partitions > 0 &&
@@ -218,6 +303,7 @@ CommandMain add_run_command(CLI::App& app) {
     }
     producer_stop.store(true);
     if (producer_thread.joinable()) producer_thread.join();
+    if (api) api->stop();
     spdlog::info("stopping: finishing in-flight messages and committing");
     runtime.stop();
     const SourceStats final_stats = runtime.source().stats(false);

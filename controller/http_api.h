@@ -82,7 +82,7 @@ struct ApiContext {
 struct HttpApiConfig {
   bool enabled = true;
   std::string host = "127.0.0.1";  // loopback by default; "0.0.0.0" to expose it
-  int port = 8089;                 // 0 = an ephemeral port (logged)
+  int port = 9464;                 // 0 = an ephemeral port (logged)
   // Name of the environment variable holding the bearer token (tokens do not belong in config
   // files). Unset or empty variable: the API is read-only.
   std::string token_env = "LAGPILOT_API_TOKEN";

@@ -15,31 +15,29 @@ Controller::Controller(Sampler& sampler, Actuator& actuator, std::unique_ptr<Pol
 Decision Controller::tick(double now) {
   Observation obs = sampler_.sample(now);
   obs.time = now;
-  Decision d;
-  {
-    std::lock_guard lock(mutex_);
-    obs.min_workers = guards_.config().min_workers;
-    obs.max_workers = guards_.config().max_workers;
-    Proposal proposal = policy_->decide(obs);
-    // The reason is moved into the Decision rather than copied by apply() (which takes it
-    // verbatim): one allocation less per tick.
-    std::string reason = std::move(proposal.reason);
-    proposal.reason.clear();
-    d = guards_.apply(proposal, policy_->name(), obs);
-    d.reason = std::move(reason);
-    last_observation_ = obs;
-    ++ticks_;
-    if (history_.size() >= history_limit_) {
-      // Full (the steady state): recycle the oldest entry, so that its strings' buffers take
-      // this tick's text by assignment instead of each tick allocating new ones.
-      Decision& oldest = history_.front();
-      oldest = d;
-      history_.push_back(std::move(oldest));
-      history_.pop_front();
-    } else {
-      record_locked(d);
-    }
+  std::unique_lock lock(mutex_);
+  obs.min_workers = guards_.config().min_workers;
+  obs.max_workers = guards_.config().max_workers;
+  Proposal proposal = policy_->decide(obs);
+  // The reason is moved into the Decision rather than copied by apply() (which takes it
+  // verbatim): one allocation less per tick.
+  std::string reason = std::move(proposal.reason);
+  proposal.reason.clear();
+  Decision d = guards_.apply(proposal, policy_->name(), obs);
+  d.reason = std::move(reason);
+  last_observation_ = obs;
+  ++ticks_;
+  if (history_.size() >= history_limit_) {
+    // Full (the steady state): recycle the oldest entry, so that its strings' buffers take this
+    // tick's text by assignment instead of each tick allocating new ones.
+    Decision& oldest = history_.front();
+    oldest = d;
+    history_.push_back(std::move(oldest));
+    history_.pop_front();
+  } else {
+    record_locked(d);
   }
+  lock.unlock();
   // resize() is idempotent, so it is called every tick: the pool converges on the decision even
   // if a previous resize was rolled back (thread start failure).
   actuator_.resize(d.workers);

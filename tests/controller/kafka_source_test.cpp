@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+#include <cstdlib>
 #include "controller/embedded_broker.h"
 #include "controller/message_codec.h"
 #include "controller/producer.h"
@@ -59,6 +61,11 @@ KafkaSourceConfig test_config(const EmbeddedBroker& broker, const std::string& t
                   {"fetch.wait.max.ms", "20"},
                   {"reconnect.backoff.max.ms", "200"},
                   {"log_level", "4"}};
+  if (std::getenv("HK_DEBUG")) {
+    c.properties["debug"] = "cgrp";
+    c.properties["log_level"] = "7";
+    spdlog::set_level(spdlog::level::debug);
+  }
   return c;
 }
 
