@@ -2,21 +2,34 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
+#include <cmath>
+#include <cstdint>
 
 namespace lagpilot {
 namespace {
 
-// printf("%.3g s"): std::to_chars writes printf's text in the "C" locale, faster.
+// printf("%.3g s", s), for the notes. Whole numbers below 1000 (the usual windows) print as
+// plain integers, which is what %.3g does with them; the rest goes through std::to_chars, which
+// writes exactly printf's text in the "C" locale, faster than snprintf.
 std::string seconds_text(double s) {
   char buf[32];
-  const auto [end, error] =
-      std::to_chars(buf, buf + sizeof buf - 2, s, std::chars_format::general, 3);
-  if (error != std::errc()) {  // never for %.3g, kept for safety
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-    return buf;
+  char* first = buf;
+  char* last = buf;
+  if (std::fabs(s) < 1000.0 && s == std::trunc(s)) {
+    last = first = buf + 8;
+    auto n = static_cast<uint64_t>(std::fabs(s));
+    do {
+      *--first = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    if (std::signbit(s)) *--first = '-';  // "-0" for -0.0, as printf
+  } else {
+    const auto result = std::to_chars(buf, buf + sizeof buf, s, std::chars_format::general, 3);
+    if (result.ec == std::errc()) last = result.ptr;  // %.3g needs at most 10 characters
   }
-  return std::string(buf, end) + " s";
+  std::string text(first, last);
+  text += " s";
+  return text;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace lagpilot {
@@ -25,7 +26,23 @@ std::string format_number(double v, std::chars_format format, int precision, boo
   return buf;
 }
 
+// printf("%.0f", v) for a whole number v, without to_chars (which is slow for %g).
+std::string whole_number_text(double v) {
+  char buf[24];
+  char* first = buf + sizeof buf;
+  auto n = static_cast<uint64_t>(std::fabs(v));
+  do {
+    *--first = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  if (std::signbit(v)) *--first = '-';  // "-0" for -0.0, as printf
+  return std::string(first, buf + sizeof buf);
+}
+
+// printf("%.6g", v). Whole numbers below 10^6 (periods, targets) print as plain integers, which
+// is what %.6g does with them.
 std::string num(double v) {
+  if (std::fabs(v) < 1e6 && v == std::trunc(v)) return whole_number_text(v);
   return format_number(v, std::chars_format::general, 6);
 }
 std::string fixed(double v, int precision) {

@@ -257,6 +257,51 @@ TEST(ReasonText, ThresholdMatchesPrintf) {
   }
 }
 
+// Guard notes print seconds with %.3g; whole windows take a shortcut, the rest to_chars.
+TEST(ReasonText, GuardNotesMatchPrintf) {
+  for (double window : {60.0, 7.5, 999.0, 1000.0, 1234.0, 0.001}) {
+    GuardConfig c;
+    c.scale_down_window_seconds = window;
+    GuardChain chain(c);
+    Observation obs;
+    obs.time = 100.0;
+    obs.current_workers = 12;
+    chain.apply({12, ""}, "t", obs);
+    obs.time += window / 2;
+    const Decision d = chain.apply({5, ""}, "t", obs);
+    ASSERT_EQ(d.workers, 12) << window;
+    ASSERT_EQ(d.guards.size(), 1u);
+    EXPECT_EQ(d.guards[0], "stabilization: 12 recommended within " + printf_text("%.3g s", window) +
+                               ", holding 12 instead of 5");
+  }
+}
+
+// The hold texts between HPA syncs and of an idle KEDA print periods with %.6g.
+TEST(ReasonText, PeriodsMatchPrintf) {
+  Observation obs;
+  obs.time = 10.0;
+  obs.current_workers = 6;
+  obs.min_workers = 4;
+  obs.max_workers = 16;
+  for (double period : {15.0, 7.5, 0.25, 86400.0}) {
+    auto hpa = build("hpa:sync_period_seconds=" + printf_text("%.17g", period));
+    hpa->decide(obs);
+    Observation next = obs;
+    next.time += period / 2;
+    EXPECT_EQ(hpa->decide(next).reason,
+              "between syncs (every " + printf_text("%.6g", period) + " s): hold 4");
+    auto keda = build("keda:cooldown_period_seconds=" + printf_text("%.17g", period) +
+                      ",activation_lag_threshold=10");
+    obs.total_lag = 100;  // active: the cooldown starts here
+    keda->decide(obs);
+    next.total_lag = 0;
+    next.time = obs.time + 30.0 + period;  // the next poll, inactive, past the cooldown
+    EXPECT_EQ(keda->decide(next).reason, "lag 0 <= activation threshold 10 for the cooldown (" +
+                                             printf_text("%.6g", period) + " s): idle at min 4");
+    obs.total_lag = 0;
+  }
+}
+
 // Every guard enabled; proposals and latencies random; an operator pin now and then.
 GuardConfig all_guards() {
   GuardConfig c;
