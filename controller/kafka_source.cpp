@@ -61,6 +61,7 @@ constexpr std::size_t kMaxSpareBatchMessages = 4096;
 constexpr std::size_t kMaxSpareBatchBytes = 1 << 20;
 
 constexpr int kCommittedQueryMs = 3000;
+constexpr int kQueuedMinMessages = 1'000'000;  // librdkafka default: see the constructor
 constexpr double kRefreshBudgetSeconds = 2.0;
 constexpr int kRefreshQueryMaxMs = 1000;
 constexpr int64_t kFetchMaxBytesWarnAbove = 50LL * 1024 * 1024;  // librdkafka's default
@@ -1238,6 +1239,18 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
       }
     }
     if (!lost) commit_sync(revoked);
+    // librdkafka keeps an application pause on a partition after it is unassigned (librdkafka
+    // issue #1849): were this consumer assigned the partition again, it would never fetch it
+    // (and, no message arriving, update_pause_state would never resume it). So resume what we
+    // paused before letting it go.
+    std::vector<std::shared_ptr<PartitionState>> paused_parts;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& p : revoked) {
+        if (p->paused) paused_parts.push_back(p);
+      }
+    }
+    if (!paused_parts.empty()) set_paused(paused_parts, false);  // (no seek: they are revoked)
     {
       std::lock_guard<std::mutex> lock(mu);
       for (auto& p : revoked) {
@@ -1557,6 +1570,13 @@ KafkaSource::KafkaSource(KafkaSourceConfig config, WorkerPool& pool, MessageHand
   conf_set(c.conf, "group.id", cfg.group_id, "kafka.group_id");
   conf_set(c.conf, "client.id", "lagpilot", "kafka.properties.client.id");
   conf_set(c.conf, "auto.offset.reset", "earliest", "kafka.properties.auto.offset.reset");
+  // librdkafka 2.0 stops fetching a partition for a fixed 1 s once the consumer's prefetch
+  // queue holds queued.min.messages (default 100000, counted over all partitions together) or
+  // queued.max.messages.kbytes (64 MB). With small messages the count binds long before the
+  // memory bound (100000 messages of 40 bytes are 4 MB), and a consumer that drains them in
+  // 0.1 s then idles for 0.9 s. Raised so that the byte bound governs (1M messages of 64 bytes).
+  conf_set(c.conf, "queued.min.messages", std::to_string(kQueuedMinMessages),
+           "kafka.properties.queued.min.messages");
   for (const auto& [name, value] : cfg.properties) {
     conf_set(c.conf, name, value, "kafka.properties." + name);
   }
