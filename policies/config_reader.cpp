@@ -1,18 +1,17 @@
 #include "policies/config_reader.h"
 
 #include <cmath>
-#include <sstream>
+
+#include "policies/number_text.h"
 
 namespace lagpilot {
 namespace {
 
-std::string type_name(const nlohmann::json& v) { return v.type_name(); }
-
-std::string number_text(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
+std::string type_name(const nlohmann::json& v) {
+  return v.type_name();
 }
+
+using text::num;
 
 }  // namespace
 
@@ -27,7 +26,9 @@ std::string JsonObjectReader::path_of(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
-bool JsonObjectReader::has(const std::string& key) const { return object_.contains(key); }
+bool JsonObjectReader::has(const std::string& key) const {
+  return object_.contains(key);
+}
 
 const nlohmann::json* JsonObjectReader::find(const std::string& key) {
   seen_.insert(key);
@@ -35,7 +36,9 @@ const nlohmann::json* JsonObjectReader::find(const std::string& key) {
   return it == object_.end() ? nullptr : &*it;
 }
 
-const nlohmann::json* JsonObjectReader::raw(const std::string& key) { return find(key); }
+const nlohmann::json* JsonObjectReader::raw(const std::string& key) {
+  return find(key);
+}
 
 void JsonObjectReader::read(const std::string& key, double& out, double min, double max) {
   const nlohmann::json* v = find(key);
@@ -47,13 +50,13 @@ void JsonObjectReader::read(const std::string& key, double& out, double min, dou
   if (!std::isfinite(value) || value < min || value > max) {
     std::string range;
     if (std::isfinite(min) && std::isfinite(max)) {
-      range = "must be between " + number_text(min) + " and " + number_text(max);
+      range = "must be between " + num(min) + " and " + num(max);
     } else if (std::isfinite(min)) {
-      range = "must be >= " + number_text(min);
+      range = "must be >= " + num(min);
     } else {
-      range = "must be <= " + number_text(max);
+      range = "must be <= " + num(max);
     }
-    throw ConfigError(path_of(key), range + ", got " + number_text(value));
+    throw ConfigError(path_of(key), range + ", got " + num(value));
   }
   out = value;
 }
@@ -64,18 +67,17 @@ void JsonObjectReader::read(const std::string& key, int64_t& out, int64_t min, i
   const bool integral_float =
       v->is_number_float() && std::floor(v->get<double>()) == v->get<double>();
   if (!v->is_number_integer() && !integral_float) {
-    throw ConfigError(path_of(key), "must be an integer, got " +
-                                        (v->is_number() ? v->dump() : type_name(*v)));
+    throw ConfigError(path_of(key),
+                      "must be an integer, got " + (v->is_number() ? v->dump() : type_name(*v)));
   }
   // Integral floats such as 1e30 do not fit int64_t: casting them would be undefined.
   if (integral_float && std::fabs(v->get<double>()) >= 9.2e18) {
     throw ConfigError(path_of(key), "must be between " + std::to_string(min) + " and " +
                                         std::to_string(max) + ", got " + v->dump());
   }
-  const int64_t value = v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX
-                            ? INT64_MAX
-                            : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
-                                                   : v->get<int64_t>();
+  const int64_t value = v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX ? INT64_MAX
+                        : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
+                                               : v->get<int64_t>();
   if (value < min || value > max) {
     throw ConfigError(path_of(key), "must be between " + std::to_string(min) + " and " +
                                         std::to_string(max) + ", got " + v->dump());

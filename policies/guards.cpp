@@ -5,31 +5,15 @@
 #include <cmath>
 #include <cstdint>
 
+#include "policies/number_text.h"
+
 namespace lagpilot {
 namespace {
 
-// printf("%.3g s", s), for the notes. Whole numbers below 1000 (the usual windows) print as
-// plain integers, which is what %.3g does with them; the rest goes through std::to_chars, which
-// writes exactly printf's text in the "C" locale, faster than snprintf.
+// printf("%.3g s", s), for the notes.
 std::string seconds_text(double s) {
-  char buf[32];
-  char* first = buf;
-  char* last = buf;
-  if (std::fabs(s) < 1000.0 && s == std::trunc(s)) {
-    last = first = buf + 8;
-    auto n = static_cast<uint64_t>(std::fabs(s));
-    do {
-      *--first = static_cast<char>('0' + n % 10);
-      n /= 10;
-    } while (n != 0);
-    if (std::signbit(s)) *--first = '-';  // "-0" for -0.0, as printf
-  } else {
-    const auto result = std::to_chars(buf, buf + sizeof buf, s, std::chars_format::general, 3);
-    if (result.ec == std::errc()) last = result.ptr;  // %.3g needs at most 10 characters
-  }
-  std::string text(first, last);
-  text += " s";
-  return text;
+  // Whole numbers below 1000 (the usual windows) are what %.3g prints as plain integers.
+  return (std::fabs(s) < 1000.0 && s == std::trunc(s) ? text::num(s) : text::general(s, 3)) + " s";
 }
 
 }  // namespace
@@ -49,17 +33,17 @@ GuardConfig GuardConfig::from_json(const nlohmann::json& j, const std::string& p
   r.read("latency_ceiling_judge_seconds", c.latency_ceiling_judge_seconds, 0.0, 3600.0);
   r.finish();
   if (c.hard_min_workers > c.hard_max_workers) {
-    throw ConfigError(r.path_of("hard_min_workers"), "must be <= hard_max_workers (" +
-                                                         std::to_string(c.hard_max_workers) + ")");
+    throw ConfigError(r.path_of("hard_min_workers"),
+                      "must be <= hard_max_workers (" + std::to_string(c.hard_max_workers) + ")");
   }
   // Bounds not given explicitly follow the hard limits when those are tighter than the defaults.
   if (!r.has("max_workers")) c.max_workers = std::min(c.max_workers, c.hard_max_workers);
   if (!r.has("min_workers")) c.min_workers = std::max(c.min_workers, c.hard_min_workers);
   if (!r.has("hard_max_workers")) c.hard_max_workers = std::max(c.hard_max_workers, c.max_workers);
   if (c.min_workers > c.max_workers) {
-    throw ConfigError(r.path_of("min_workers"),
-                      "must be <= max_workers (" + std::to_string(c.max_workers) + "), got " +
-                          std::to_string(c.min_workers));
+    throw ConfigError(r.path_of("min_workers"), "must be <= max_workers (" +
+                                                    std::to_string(c.max_workers) + "), got " +
+                                                    std::to_string(c.min_workers));
   }
   if (c.min_workers < c.hard_min_workers || c.max_workers > c.hard_max_workers) {
     throw ConfigError(r.path_of(c.min_workers < c.hard_min_workers ? "min_workers" : "max_workers"),
@@ -229,13 +213,15 @@ void GuardChain::set_bounds(int min_workers, int max_workers) {
 void GuardChain::set_override(ManualOverride pin) {
   if (pin.workers < config_.hard_min_workers || pin.workers > config_.hard_max_workers) {
     throw ConfigError("workers", "must be between " + std::to_string(config_.hard_min_workers) +
-                                     " and " + std::to_string(config_.hard_max_workers) +
-                                     ", got " + std::to_string(pin.workers));
+                                     " and " + std::to_string(config_.hard_max_workers) + ", got " +
+                                     std::to_string(pin.workers));
   }
   override_ = std::move(pin);
 }
 
-void GuardChain::clear_override() { override_.reset(); }
+void GuardChain::clear_override() {
+  override_.reset();
+}
 
 std::optional<ManualOverride> GuardChain::active_override(double now) {
   if (override_ && now >= override_->expires_at) override_.reset();

@@ -7,47 +7,13 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "policies/number_text.h"
+
 namespace lagpilot {
 namespace {
 
-// printf("%.<precision>f") or printf("%.<precision>g") of `v`, with a leading '+' for a
-// non-negative `v` when `plus` (like "%+"). std::to_chars writes exactly printf's text in the
-// "C" locale, several times faster than snprintf, and decide() writes numbers every tick. Text
-// longer than 48 - 1 characters (only a huge %f) is cut there, as snprintf into 48 bytes was.
-std::string format_number(double v, std::chars_format format, int precision, bool plus = false) {
-  char buf[48];
-  char* first = buf;
-  if (plus && !std::signbit(v)) *first++ = '+';
-  const auto [end, error] = std::to_chars(first, buf + sizeof buf - 1, v, format, precision);
-  if (error == std::errc()) return std::string(buf, end);
-  const bool fixed = format == std::chars_format::fixed;
-  std::snprintf(buf, sizeof buf, fixed ? (plus ? "%+.*f" : "%.*f") : (plus ? "%+.*g" : "%.*g"),
-                precision, v);
-  return buf;
-}
-
-// printf("%.0f", v) for a whole number v, without to_chars (which is slow for %g).
-std::string whole_number_text(double v) {
-  char buf[24];
-  char* first = buf + sizeof buf;
-  auto n = static_cast<uint64_t>(std::fabs(v));
-  do {
-    *--first = static_cast<char>('0' + n % 10);
-    n /= 10;
-  } while (n != 0);
-  if (std::signbit(v)) *--first = '-';  // "-0" for -0.0, as printf
-  return std::string(first, buf + sizeof buf);
-}
-
-// printf("%.6g", v). Whole numbers below 10^6 (periods, targets) print as plain integers, which
-// is what %.6g does with them.
-std::string num(double v) {
-  if (std::fabs(v) < 1e6 && v == std::trunc(v)) return whole_number_text(v);
-  return format_number(v, std::chars_format::general, 6);
-}
-std::string fixed(double v, int precision) {
-  return format_number(v, std::chars_format::fixed, precision);
-}
+using text::fixed;
+using text::num;
 
 int saturate(double v) {
   if (!(v < static_cast<double>(INT_MAX))) return INT_MAX;  // also NaN

@@ -7,82 +7,14 @@
 #include <cstdio>
 
 #include "policies/config_reader.h"
+#include "policies/number_text.h"
 
 namespace lagpilot {
 namespace {
 
-// printf("%.<precision>f") or printf("%.<precision>g") of `v`, with a leading '+' for a
-// non-negative `v` when `plus` (like "%+"). std::to_chars writes exactly printf's text in the
-// "C" locale, several times faster than snprintf, and decide() writes numbers every tick. Text
-// longer than 48 - 1 characters (only a huge %f) is cut there, as snprintf into 48 bytes was.
-std::string format_number(double v, std::chars_format format, int precision, bool plus = false) {
-  char buf[48];
-  char* first = buf;
-  if (plus && !std::signbit(v)) *first++ = '+';
-  const auto [end, error] = std::to_chars(first, buf + sizeof buf - 1, v, format, precision);
-  if (error == std::errc()) return std::string(buf, end);
-  const bool fixed = format == std::chars_format::fixed;
-  std::snprintf(buf, sizeof buf, fixed ? (plus ? "%+.*f" : "%.*f") : (plus ? "%+.*g" : "%.*g"),
-                precision, v);
-  return buf;
-}
-
-// Writes the decimal digits of `n` backwards, ending at `end`; returns the first character.
-char* write_digits_backwards(uint64_t n, char* end) {
-  do {
-    *--end = static_cast<char>('0' + n % 10);
-    n /= 10;
-  } while (n != 0);
-  return end;
-}
-
-// printf("%.6g", v). Whole numbers below 10^6 (setpoints, dead bands) print as plain integers,
-// which is what %.6g does with them, without to_chars.
-std::string num(double v) {
-  if (std::fabs(v) < 1e6 && v == std::trunc(v)) {
-    char buf[16];
-    char* first = write_digits_backwards(static_cast<uint64_t>(std::fabs(v)), buf + sizeof buf);
-    if (std::signbit(v)) *--first = '-';  // "-0" for -0.0, as printf
-    return std::string(first, buf + sizeof buf);
-  }
-  return format_number(v, std::chars_format::general, 6);
-}
-
-// printf("%.<precision>f", v) (with "%+" when `plus`). The reason prints five of these every
-// tick, so the common case (precision 0..2, |v| < 10^13) avoids to_chars: |v| * 10^precision is
-// split exactly into hi + lo (lo = fma(|v|, scale, -hi), the rounding error of the product),
-// rounded to the nearest integer with ties to even on that exact value, as printf does, and
-// written out with the decimal point put back. Everything else goes through format_number.
-std::string fixed(double v, int precision, bool plus = false) {
-  static constexpr double kScale[] = {1.0, 10.0, 100.0};
-  const double a = std::fabs(v);
-  if (precision < 0 || precision > 2 || !(a < 1e13)) {  // also NaN
-    return format_number(v, std::chars_format::fixed, precision, plus);
-  }
-  const double scale = kScale[precision];
-  const double hi = a * scale;  // < 10^15 < 2^52: the grid of hi holds 0.5
-  const double lo = std::fma(a, scale, -hi);
-  uint64_t n = static_cast<uint64_t>(hi);
-  const double fraction = hi - static_cast<double>(n);  // exact
-  if (fraction > 0.5 || (fraction == 0.5 && (lo > 0.0 || (lo == 0.0 && n % 2 != 0)))) ++n;
-  char buf[32];
-  char* first = buf + sizeof buf;
-  for (int i = 0; i < precision; ++i) {
-    *--first = static_cast<char>('0' + n % 10);
-    n /= 10;
-  }
-  if (precision > 0) *--first = '.';
-  first = write_digits_backwards(n, first);
-  if (std::signbit(v)) {
-    *--first = '-';  // also for -0.0 and for negatives that round to zero, as printf
-  } else if (plus) {
-    *--first = '+';
-  }
-  return std::string(first, buf + sizeof buf);
-}
-std::string signed_fixed(double v, int precision) {
-  return fixed(v, precision, /*plus=*/true);
-}
+using text::fixed;
+using text::num;
+using text::signed_fixed;
 
 void require_positive(const JsonObjectReader& r, const std::string& key, double value) {
   if (!(value > 0.0)) throw ConfigError(r.path_of(key), "must be > 0, got " + num(value));

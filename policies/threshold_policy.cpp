@@ -6,29 +6,12 @@
 #include <cstdint>
 
 #include "policies/config_reader.h"
+#include "policies/number_text.h"
 
 namespace lagpilot {
 namespace {
 
-// printf("%.6g", v), every tick for the thresholds. Whole numbers below 10^6 (the usual
-// thresholds) print as plain integers, which is what %.6g does with them; the rest goes through
-// std::to_chars, which writes exactly printf's text in the "C" locale, several times faster than
-// snprintf. At most 13 characters ("-1.23457e+308"), so the buffer always suffices.
-std::string num(double v) {
-  char buf[32];
-  if (std::fabs(v) < 1e6 && v == std::trunc(v)) {
-    char* first = buf + sizeof buf;
-    auto n = static_cast<uint64_t>(std::fabs(v));
-    do {
-      *--first = static_cast<char>('0' + n % 10);
-      n /= 10;
-    } while (n != 0);
-    if (std::signbit(v)) *--first = '-';  // "-0" for -0.0, as printf
-    return std::string(first, buf + sizeof buf);
-  }
-  const auto [end, error] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
-  return error == std::errc() ? std::string(buf, end) : std::string();
-}
+using text::num;
 
 }  // namespace
 
