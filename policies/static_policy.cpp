@@ -26,7 +26,7 @@ Proposal StaticPolicy::decide(const Observation& obs) {
   if (!obs.explain) return {workers, {}};
   std::string reason;
   reason.reserve(32);  // one allocation in the common case
-  reason += "static: hold ";
+  reason += "hold ";
   reason += std::to_string(params_.workers);
   reason += " workers";
   if (workers != params_.workers) {

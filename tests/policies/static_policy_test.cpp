@@ -21,6 +21,8 @@ TEST(StaticPolicy, HoldsItsWorkersWhateverTheLag) {
   for (int64_t lag : {0, 1000, 1000000}) {
     EXPECT_EQ(policy.decide(bounded(1, 64, lag)).workers, 8);
   }
+  // The decision log prefixes the policy's name; the reason must not repeat it.
+  EXPECT_EQ(policy.decide(bounded(1, 64)).reason, "hold 8 workers");
 }
 
 TEST(StaticPolicy, ClampsToTheBoundsInForce) {
