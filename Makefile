@@ -31,12 +31,17 @@ test-asan: deps
 	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test
 	@ctest --test-dir $(ASAN) --output-on-failure -L unit
 
-# The worker pool and runtime tests under ThreadSanitizer.
+# The worker pool and the runtime's threaded parts (HTTP API against a ticking controller,
+# metrics, offset tracking) under ThreadSanitizer. The tests that run librdkafka cannot: Debian's
+# librdkafka starts its threads with C11 thrd_create, which GCC's TSan does not intercept, so
+# TSan crashes in the first librdkafka thread (docs/testing.md).
+TSAN_RUNTIME_TESTS := HttpApi*:*Metrics*:OffsetTracker*:MessageCodec*:TokenBucket*
 test-tsan: deps
 	@cmake -S . -B $(TSAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLAGPILOT_SANITIZE=thread -DLAGPILOT_BUILD_BENCH=OFF >/dev/null
-	@cmake --build $(TSAN) -j $(JOBS) --target pool_test
+	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test
 	@ctest --test-dir $(TSAN) --output-on-failure -R '^pool_test$$'
+	@$(TSAN)/tests/controller_test --gtest_brief=1 --gtest_filter='$(TSAN_RUNTIME_TESTS)'
 
 bench: build
 	@./scripts/run-benchmarks.sh $(BUILD)
