@@ -3,7 +3,9 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <stdexcept>
 
 namespace lagpilot {
 namespace {
@@ -34,6 +36,8 @@ enum MetricId {
   kTickDuration,
   kTicks,
   kPolicyInfo,
+  kWorkerThroughput,
+  kNeededWorkers,
   kRecommendedReplicas,
   kLastTickTimestamp,
   kMetricCount
@@ -92,9 +96,17 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
      "Wall time of one control tick: sample, decide, guard, resize."},
     {"lagpilot_controller_ticks_total", "Control ticks run."},
     {"lagpilot_policy_info", "The active scaling policy (value always 1)."},
+    {"lagpilot_worker_throughput_messages_per_second",
+     "Estimated messages per second one busy worker finishes: processed rate / mean busy "
+     "workers, at the last tick where at least 0.05 workers were busy (0 until measured)."},
+    {"lagpilot_needed_workers",
+     "Workers this process's partitions need: (arrival rate + total lag / catch-up seconds) / "
+     "per-worker throughput; the current pool size until a throughput has been measured. Sum "
+     "it over a fleet and divide by max workers for the replica count."},
     {"lagpilot_recommended_replicas",
-     "Consumer processes the fleet would need at the current per-process maximum: "
-     "max(1, ceil(policy proposal / max workers))."},
+     "Consumer processes of max workers each that this process's load needs: "
+     "max(1, ceil(needed workers / max workers)). At least 1 per process: for a fleet use "
+     "sum(lagpilot_needed_workers) / max workers instead of summing this."},
     {"lagpilot_last_tick_timestamp_seconds",
      "Unix time of the last control tick; alert when it stops advancing."},
 };
@@ -126,7 +138,43 @@ prometheus::Counter& counter(prometheus::Registry& r, MetricId id) {
 
 }  // namespace
 
-RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry)
+CapacityEstimator::CapacityEstimator(double catch_up_seconds)
+    : catch_up_seconds_(catch_up_seconds) {
+  if (!std::isfinite(catch_up_seconds) || catch_up_seconds <= 0) {
+    throw std::invalid_argument("CapacityEstimator: catch_up_seconds must be > 0, got " +
+                                std::to_string(catch_up_seconds));
+  }
+}
+
+int CapacityEstimator::recommended_replicas(double needed_workers, int max_workers) {
+  const double per_process = std::max(1, max_workers);
+  if (std::isnan(needed_workers) || needed_workers <= 0) return 1;
+  const double replicas =
+      std::ceil(std::min(needed_workers, kMaxNeededWorkers) / per_process - 1e-9);
+  return std::max(1, static_cast<int>(replicas));
+}
+
+const CapacityEstimator::Estimate& CapacityEstimator::update(const Observation& o,
+                                                             int max_workers) {
+  if (std::isfinite(o.processed_rate) && std::isfinite(o.busy_workers) && o.processed_rate > 0 &&
+      o.busy_workers >= kMinBusyWorkers) {
+    estimate_.per_worker_rate = o.processed_rate / o.busy_workers;
+    estimate_.rate_measured = true;
+  }
+  auto non_negative = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
+  if (estimate_.rate_measured) {
+    const double demand = non_negative(o.arrival_rate) +
+                          non_negative(static_cast<double>(o.total_lag)) / catch_up_seconds_;
+    estimate_.needed_workers = std::min(demand / estimate_.per_worker_rate, kMaxNeededWorkers);
+  } else {
+    estimate_.needed_workers = std::max(0, o.current_workers);
+  }
+  estimate_.recommended_replicas = recommended_replicas(estimate_.needed_workers, max_workers);
+  return estimate_;
+}
+
+RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
+                               double catch_up_seconds)
     : registry_(std::move(registry)),
       partition_lag_(gauge_family(*registry_, kPartitionLag)),
       total_lag_(gauge(*registry_, kTotalLag)),
@@ -156,8 +204,11 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry)
                          .Add({}, kTickBuckets)),
       ticks_(counter(*registry_, kTicks)),
       policy_info_(gauge_family(*registry_, kPolicyInfo)),
+      worker_throughput_(gauge(*registry_, kWorkerThroughput)),
+      needed_workers_(gauge(*registry_, kNeededWorkers)),
       recommended_replicas_(gauge(*registry_, kRecommendedReplicas)),
-      last_tick_timestamp_(gauge(*registry_, kLastTickTimestamp)) {
+      last_tick_timestamp_(gauge(*registry_, kLastTickTimestamp)),
+      capacity_(catch_up_seconds) {
   // Series that exist from the start, so that dashboards and rate() see zeros, not gaps.
   const char* states[kWorkerStates] = {"current", "desired", "proposed", "busy", "min", "max"};
   for (int i = 0; i < kWorkerStates; ++i) worker_gauges_[i] = &workers_.Add({{"state", states[i]}});
@@ -178,12 +229,6 @@ std::vector<std::string> RuntimeMetrics::metric_names() {
   std::vector<std::string> names;
   for (const MetricSpec& spec : kMetricSpecs) names.emplace_back(spec.name);
   return names;
-}
-
-int RuntimeMetrics::recommended_replicas(int policy_workers, int max_workers) {
-  const int per_process = std::max(1, max_workers);
-  const int wanted = std::max(1, policy_workers);
-  return (wanted + per_process - 1) / per_process;  // ceil, both positive
 }
 
 void RuntimeMetrics::add_delta(prometheus::Counter& counter, uint64_t now_value,
@@ -273,7 +318,10 @@ void RuntimeMetrics::record_tick(const ConsumerRuntime::TickReport& report,
     policy_info_gauge_->Set(1);
     policy_info_name_ = d.policy;
   }
-  recommended_replicas_.Set(recommended_replicas(d.policy_workers, guards.max_workers));
+  const CapacityEstimator::Estimate& capacity = capacity_.update(o, guards.max_workers);
+  worker_throughput_.Set(capacity.per_worker_rate);
+  needed_workers_.Set(capacity.needed_workers);
+  recommended_replicas_.Set(capacity.recommended_replicas);
   last_tick_timestamp_.Set(now_epoch_seconds);
 
   nlohmann::json partitions = nlohmann::json::array();
@@ -298,7 +346,12 @@ void RuntimeMetrics::record_tick(const ConsumerRuntime::TickReport& report,
       {"partitions", std::move(partitions)},
       {"unfinished", s.unfinished},
       {"pending", s.pending},
-      {"recommended_replicas", recommended_replicas(d.policy_workers, guards.max_workers)},
+      {"recommended_replicas", capacity.recommended_replicas},
+      {"capacity",
+       {{"per_worker_rate", capacity.per_worker_rate},
+        {"rate_measured", capacity.rate_measured},
+        {"needed_workers", capacity.needed_workers},
+        {"catch_up_seconds", capacity_.catch_up_seconds()}}},
       {"counters",
        {{"consumed", s.consumed},
         {"processed", s.processed},

@@ -46,14 +46,20 @@
 //                                              decide, guard, resize), measured by the caller
 //   lagpilot_controller_ticks_total            counter
 //   lagpilot_policy_info{policy}               gauge 1 for the active policy (info pattern)
-//   lagpilot_recommended_replicas              gauge: consumer processes the fleet would need
-//                                              at the current per-process maximum:
-//                                              max(1, ceil(policy_workers / max_workers)),
-//                                              where policy_workers is the policy's proposal
-//                                              before guards (Decision::policy_workers). NOTE:
-//                                              the built-in policies clamp their proposal to
-//                                              the bounds, so with them this reads 1 until a
-//                                              policy proposes beyond max_workers.
+//   lagpilot_worker_throughput_messages_per_second  gauge: estimated messages/s one busy
+//                                              worker finishes (CapacityEstimator below; 0
+//                                              until first measured)
+//   lagpilot_needed_workers                    gauge: workers this process's partitions need
+//                                              to keep up and drain the backlog within the
+//                                              catch-up time (CapacityEstimator)
+//   lagpilot_recommended_replicas              gauge: consumer processes of max_workers
+//                                              workers each that this process's load needs:
+//                                              max(1, ceil(needed_workers / max_workers)).
+//                                              Per process, it is >= 1 by construction, so a
+//                                              fleet-wide sum() never drops below the replica
+//                                              count; for a fleet, scale on
+//                                              sum(lagpilot_needed_workers) / max workers
+//                                              (docs/kubernetes.md).
 //   lagpilot_last_tick_timestamp_seconds       gauge: Unix time of the last tick (alert when
 //                                              time() - it exceeds a few ticks)
 //
@@ -82,13 +88,67 @@
 
 #include "controller/consumer_runtime.h"
 #include "policies/guards.h"
+#include "policies/observation.h"
 
 namespace lagpilot {
 
+// The capacity estimate behind lagpilot_needed_workers and lagpilot_recommended_replicas.
+//
+// Algorithm (the "true processing rate" of DS2): a worker that is busy finishes
+// processed_rate / busy_workers messages per second, however idle the pool is (waiting for
+// fetches, a light load): dividing by the mean busy workers, not the pool size, takes the idle
+// time out. That per-worker rate is measured again at every tick where both inputs are finite,
+// busy_workers >= kMinBusyWorkers and processed_rate > 0; at other ticks (an idle or stalled
+// pool, no data) the last measured rate is kept. From it:
+//
+//   needed_workers = (arrival_rate + total_lag / catch_up_seconds) / per_worker_rate
+//   replicas       = max(1, ceil(needed_workers / max_workers))
+//
+// that is, the workers that keep up with the arrivals and drain today's backlog within
+// catch_up_seconds, and the processes of max_workers workers that hold them. Before any rate
+// has been measured there is no evidence either way, and needed_workers is the current pool
+// size. A negative or non-finite arrival rate or lag counts as 0. needed_workers is capped at
+// kMaxNeededWorkers (a nearly-zero measured rate must not overflow the replica count).
+//
+// Thread-safety: not thread-safe; one owner (RuntimeMetrics calls it from the control thread).
+class CapacityEstimator {
+ public:
+  static constexpr double kDefaultCatchUpSeconds = 60;
+  static constexpr double kMinBusyWorkers = 0.05;
+  static constexpr double kMaxNeededWorkers = 1e6;
+
+  struct Estimate {
+    bool rate_measured = false;  // a per-worker rate has been measured at some tick
+    double per_worker_rate = 0;  // messages/s per busy worker (0 until measured)
+    double needed_workers = 0;   // see the formula above
+    int recommended_replicas = 1;
+  };
+
+  // Throws std::invalid_argument unless catch_up_seconds is finite and > 0.
+  explicit CapacityEstimator(double catch_up_seconds = kDefaultCatchUpSeconds);
+
+  // Folds in one tick's observation; `max_workers` is the per-process maximum in force
+  // (< 1 counts as 1). Returns the new estimate (also kept in last()).
+  const Estimate& update(const Observation& observation, int max_workers);
+  const Estimate& last() const { return estimate_; }
+  double catch_up_seconds() const { return catch_up_seconds_; }
+
+  // max(1, ceil(needed_workers / max_workers)); max_workers < 1 counts as 1; NaN counts as 0
+  // and needed_workers is capped at kMaxNeededWorkers; a ratio within 1e-9 above an integer
+  // does not round up (floating-point noise).
+  static int recommended_replicas(double needed_workers, int max_workers);
+
+ private:
+  double catch_up_seconds_;
+  Estimate estimate_;
+};
+
 class RuntimeMetrics {
  public:
-  // Declares every metric in `registry` (which may hold other metrics too).
-  explicit RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry);
+  // Declares every metric in `registry` (which may hold other metrics too). `catch_up_seconds`
+  // is the backlog drain time of the capacity estimate (CapacityEstimator; must be > 0).
+  explicit RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
+                          double catch_up_seconds = CapacityEstimator::kDefaultCatchUpSeconds);
 
   // Control thread, once per tick. `guards` is the controller's config now (bounds may have
   // changed through the API); `override_active` whether a pin is in force at this tick;
@@ -101,14 +161,13 @@ class RuntimeMetrics {
 
   // A JSON snapshot of the runtime at the last tick, for the HTTP API's /v1/status ("runtime"):
   // partitions (topic, partition, lag, high/low watermark, committed, paused), paused
-  // partitions, source counters, queue, tick duration. {} before the first tick. Any thread.
+  // partitions, source counters, tick duration, recommended_replicas and "capacity"
+  // (per_worker_rate, rate_measured, needed_workers, catch_up_seconds). {} before the first
+  // tick. Any thread.
   nlohmann::json last_tick_status() const;
 
   // Every metric family this class declares, in declaration order. Any thread.
   static std::vector<std::string> metric_names();
-
-  // max(1, ceil(policy_workers / max_workers)); max_workers < 1 counts as 1.
-  static int recommended_replicas(int policy_workers, int max_workers);
 
  private:
   using Labels = std::map<std::string, std::string>;
@@ -140,6 +199,8 @@ class RuntimeMetrics {
   prometheus::Histogram& tick_duration_;
   prometheus::Counter& ticks_;
   prometheus::Family<prometheus::Gauge>& policy_info_;
+  prometheus::Gauge& worker_throughput_;
+  prometheus::Gauge& needed_workers_;
   prometheus::Gauge& recommended_replicas_;
   prometheus::Gauge& last_tick_timestamp_;
 
@@ -151,6 +212,7 @@ class RuntimeMetrics {
   prometheus::Counter* scale_event_counters_[2][2] = {};  // [up, down][policy, override]
 
   // Control thread only (record_tick).
+  CapacityEstimator capacity_;
   std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> partition_gauges_;
   prometheus::Gauge* policy_info_gauge_ = nullptr;
   std::string policy_info_name_;

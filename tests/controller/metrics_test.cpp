@@ -1,4 +1,5 @@
-// RuntimeMetrics: counters fed by deltas, scale events, recommended replicas, the text page.
+// RuntimeMetrics: counters fed by deltas, scale events, the capacity estimate behind
+// lagpilot_recommended_replicas, the text page.
 #include "controller/metrics.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 
 namespace lagpilot {
 namespace {
@@ -108,28 +110,141 @@ TEST(RuntimeMetrics, ScaleEventsAreCountedByDirectionAndSource) {
   EXPECT_EQ(sample(text, "lagpilot_override_active"), 0);  // the last tick had none
 }
 
-TEST(RuntimeMetrics, RecommendedReplicasIsTheProposalOverTheMaximumRoundedUp) {
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(40, 16), 3);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(32, 16), 2);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(33, 16), 3);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(16, 16), 1);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(1, 16), 1);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(0, 16), 1);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(-3, 16), 1);
-  EXPECT_EQ(RuntimeMetrics::recommended_replicas(5, 0), 5);
+TEST(CapacityEstimator, RecommendedReplicasIsNeededWorkersOverTheMaximumRoundedUp) {
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(40, 16), 3);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(32, 16), 2);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(32.5, 16), 3);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(16, 16), 1);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(16.0000000001, 16), 1);  // rounding noise
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(0.2, 16), 1);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(0, 16), 1);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(-3, 16), 1);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(std::nan(""), 16), 1);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(5, 0), 5);
+  EXPECT_EQ(CapacityEstimator::recommended_replicas(HUGE_VAL, 10),
+            static_cast<int>(CapacityEstimator::kMaxNeededWorkers / 10));
+}
 
-  MetricsFixture f;
-  f.guards.max_workers = 16;
-  f.tick(report(16, 16, 40));  // the guards clamped 40 to 16
-  std::string text = f.metrics.render();
-  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 3);
+Observation load(double arrival, int64_t lag, double processed, double busy, int workers) {
+  Observation o;
+  o.arrival_rate = arrival;
+  o.total_lag = lag;
+  o.processed_rate = processed;
+  o.busy_workers = busy;
+  o.current_workers = workers;
+  return o;
+}
+
+TEST(CapacityEstimator, NeedsWhatKeepsUpAndDrainsTheBacklogInTheCatchUpTime) {
+  CapacityEstimator estimator(60);
+  // 400/s from 4 busy workers (of 16: idle ones do not dilute the rate) = 100/s per worker.
+  // Demand: 2000/s arriving + 60000 behind / 60 s = 3000/s -> 30 workers -> 2 processes of 16.
+  auto e = estimator.update(load(2000, 60000, 400, 4, 16), 16);
+  EXPECT_TRUE(e.rate_measured);
+  EXPECT_DOUBLE_EQ(e.per_worker_rate, 100);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 30);
+  EXPECT_EQ(e.recommended_replicas, 2);
+  // The same load with a per-process maximum of 8: 4 processes.
+  EXPECT_EQ(estimator.update(load(2000, 60000, 400, 4, 16), 8).recommended_replicas, 4);
+  // A shorter catch-up time asks for more.
+  CapacityEstimator hurried(10);
+  e = hurried.update(load(2000, 60000, 400, 4, 16), 16);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 80);  // (2000 + 6000) / 100
+  EXPECT_EQ(e.recommended_replicas, 5);
+  // Light load: fewer workers than the pool has, still one process.
+  e = estimator.update(load(150, 0, 150, 1.5, 8), 16);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 1.5);
+  EXPECT_EQ(e.recommended_replicas, 1);
+  // Nothing arriving, nothing behind: nothing needed (but never fewer than one process).
+  e = estimator.update(load(0, 0, 0, 0, 8), 16);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 0);
+  EXPECT_EQ(e.recommended_replicas, 1);
+  EXPECT_DOUBLE_EQ(estimator.catch_up_seconds(), 60);
+}
+
+TEST(CapacityEstimator, WithoutAMeasurableRateItKeepsThePreviousOne) {
+  CapacityEstimator estimator(60);
+  // No data yet (nothing processed, nobody busy): no rate; needed is the pool as it is.
+  auto e = estimator.update(load(5000, 90000, 0, 0, 6), 16);
+  EXPECT_FALSE(e.rate_measured);
+  EXPECT_DOUBLE_EQ(e.per_worker_rate, 0);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 6);
+  EXPECT_EQ(e.recommended_replicas, 1);
+  // Too little busy time to measure (below kMinBusyWorkers): still no rate.
+  e = estimator.update(load(5000, 90000, 3, CapacityEstimator::kMinBusyWorkers / 2, 6), 16);
+  EXPECT_FALSE(e.rate_measured);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 6);
+
+  // First measurable tick: 50/s per worker.
+  e = estimator.update(load(1000, 0, 200, 4, 6), 16);
+  ASSERT_TRUE(e.rate_measured);
+  EXPECT_DOUBLE_EQ(e.per_worker_rate, 50);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 20);
+  EXPECT_EQ(e.recommended_replicas, 2);
+  // A stalled pool (nothing finished, nobody busy) keeps 50/s and sizes the new demand with it.
+  e = estimator.update(load(1000, 120000, 0, 0, 6), 16);
+  EXPECT_DOUBLE_EQ(e.per_worker_rate, 50);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 60);  // (1000 + 2000) / 50
+  EXPECT_EQ(e.recommended_replicas, 4);
+  // Non-finite inputs are no data: the rate is kept, a NaN arrival rate counts as 0, and a
+  // negative lag as 0.
+  e = estimator.update(load(std::nan(""), -50, std::nan(""), 3, 6), 16);
+  EXPECT_DOUBLE_EQ(e.per_worker_rate, 50);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 0);
+  e = estimator.update(load(1000, 0, HUGE_VAL, 3, 6), 16);
+  EXPECT_DOUBLE_EQ(e.per_worker_rate, 50);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 20);
+  EXPECT_DOUBLE_EQ(estimator.last().needed_workers, 20);
+}
+
+TEST(CapacityEstimator, ANearlyZeroRateIsCappedNotOverflowed) {
+  CapacityEstimator estimator(60);
+  const auto& e = estimator.update(load(1000, 0, 1e-9, 1, 4), 16);
+  EXPECT_DOUBLE_EQ(e.needed_workers, CapacityEstimator::kMaxNeededWorkers);
+  EXPECT_EQ(e.recommended_replicas, static_cast<int>(CapacityEstimator::kMaxNeededWorkers / 16));
+}
+
+TEST(CapacityEstimator, RejectsANonPositiveCatchUpTime) {
+  EXPECT_THROW(CapacityEstimator(0), std::invalid_argument);
+  EXPECT_THROW(CapacityEstimator(-5), std::invalid_argument);
+  EXPECT_THROW(CapacityEstimator(std::nan("")), std::invalid_argument);
+  EXPECT_THROW(RuntimeMetrics(std::make_shared<prometheus::Registry>(), 0), std::invalid_argument);
+}
+
+TEST(RuntimeMetrics, RecommendedReplicasComesFromTheObservationNotTheProposal) {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  RuntimeMetrics metrics(registry, 30);
+  GuardConfig guards;
+  guards.max_workers = 16;
+  // Before any tick: one replica, nothing measured.
+  std::string text = metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 1);
+  EXPECT_EQ(sample(text, "lagpilot_worker_throughput_messages_per_second"), 0);
+
+  // The policy asks for 40 (clamped to 16) while the load needs little: one replica.
+  auto r = report(16, 16, 40);
+  r.observation = load(300, 0, 300, 3, 16);
+  metrics.record_tick(r, guards, false, 0.001, 1.7e9);
+  text = metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_worker_throughput_messages_per_second"), 100);
+  EXPECT_EQ(sample(text, "lagpilot_needed_workers"), 3);
+  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 1);
   EXPECT_EQ(sample(text, "lagpilot_workers{state=\"proposed\"}"), 40);
-  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"desired\"}"), 16);
-  f.guards.max_workers = 8;  // an operator lowered the bound
-  f.tick(report(16, 8, 40));
-  text = f.metrics.render();
-  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 5);
-  EXPECT_EQ(sample(text, "lagpilot_workers{state=\"max\"}"), 8);
+
+  // Saturated at 16 with a growing backlog: (3000 + 36000 / 30) / 100 = 42 -> 3 replicas.
+  r.observation = load(3000, 36000, 1600, 16, 16);
+  metrics.record_tick(r, guards, false, 0.001, 1.7e9 + 1);
+  text = metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_needed_workers"), 42);
+  EXPECT_EQ(sample(text, "lagpilot_recommended_replicas"), 3);
+  EXPECT_EQ(metrics.last_tick_status()["recommended_replicas"], 3);
+  EXPECT_EQ(metrics.last_tick_status()["capacity"]["needed_workers"], 42.0);
+  EXPECT_EQ(metrics.last_tick_status()["capacity"]["catch_up_seconds"], 30.0);
+
+  // An operator lowers the bound to 8: the same load needs 6 processes.
+  guards.max_workers = 8;
+  metrics.record_tick(r, guards, false, 0.001, 1.7e9 + 2);
+  EXPECT_EQ(sample(metrics.render(), "lagpilot_recommended_replicas"), 6);
 }
 
 TEST(RuntimeMetrics, GaugesReflectTheLastTick) {
@@ -227,7 +342,8 @@ TEST(RuntimeMetrics, TextPageDeclaresEveryMetricAndParses) {
         "lagpilot_messages_failed_total", "lagpilot_messages_lost_to_retention_total",
         "lagpilot_scale_events_total", "lagpilot_override_active",
         "lagpilot_controller_tick_duration_seconds", "lagpilot_policy_info",
-        "lagpilot_recommended_replicas", "lagpilot_last_tick_timestamp_seconds"}) {
+        "lagpilot_recommended_replicas", "lagpilot_needed_workers",
+        "lagpilot_worker_throughput_messages_per_second", "lagpilot_last_tick_timestamp_seconds"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   }
   for (const std::string& name : names) {
