@@ -1,8 +1,8 @@
 #include "controller/consumer_runtime.h"
 
-#include <cstdio>
-
 #include <spdlog/spdlog.h>
+
+#include <cstdio>
 
 namespace lagpilot {
 
@@ -16,7 +16,8 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
     Observation o;
     o.time = now;
     last_stats_ = source_.stats(true);
-    const PoolWindow window = pool_.take_window();
+    last_window_ = pool_.take_window();
+    const PoolWindow& window = last_window_;
     int64_t high_sum = 0;
     for (const auto& p : last_stats_.partitions) {
       o.partition_lag.push_back({p.topic, p.partition, p.lag});
@@ -47,11 +48,13 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
   }
 
   const SourceStats& last_stats() const { return last_stats_; }
+  const PoolWindow& last_window() const { return last_window_; }
 
  private:
   KafkaSource& source_;
   WorkerPool& pool_;
   SourceStats last_stats_;
+  PoolWindow last_window_;
   double last_time_ = -1;
   int64_t last_high_sum_ = 0;
   uint64_t last_done_ = 0;
@@ -126,9 +129,13 @@ ConsumerRuntime::ConsumerRuntime(RuntimeConfig config, std::unique_ptr<Policy> p
   controller_ = std::make_unique<Controller>(*sampler_, *actuator_, std::move(policy), guards);
 }
 
-ConsumerRuntime::~ConsumerRuntime() { stop(); }
+ConsumerRuntime::~ConsumerRuntime() {
+  stop();
+}
 
-void ConsumerRuntime::start() { source_->start(); }
+void ConsumerRuntime::start() {
+  source_->start();
+}
 
 ConsumerRuntime::TickReport ConsumerRuntime::tick() {
   const double now = clock_.now();
@@ -136,6 +143,7 @@ ConsumerRuntime::TickReport ConsumerRuntime::tick() {
   report.decision = controller_->tick(now);
   report.observation = *controller_->last_observation();
   report.source = sampler_->last_stats();
+  report.pool = sampler_->last_window();
   const double dt = last_tick_ < 0 ? 0.0 : now - last_tick_;
   last_tick_ = now;
   totals_.seconds += dt;
@@ -154,9 +162,10 @@ void ConsumerRuntime::stop() {
   source_->stop(config_.shutdown_timeout_seconds);
   const std::size_t unrun = pool_->shutdown(config_.shutdown_timeout_seconds);
   if (unrun > 0) {
-    spdlog::warn("shutdown: {} queued messages not processed (not committed; they will be "
-                 "re-delivered on restart)",
-                 unrun);
+    spdlog::warn(
+        "shutdown: {} queued messages not processed (not committed; they will be "
+        "re-delivered on restart)",
+        unrun);
   }
 }
 
@@ -184,7 +193,8 @@ std::string format_status_line(const ConsumerRuntime::TickReport& r, bool json) 
   std::snprintf(buf, sizeof buf,
                 "t=%6.1fs in=%7.0f/s done=%7.0f/s lag=%8lld p99=%7.1fms workers %2d -> %2d%s | ",
                 o.time, o.arrival_rate, o.processed_rate, static_cast<long long>(o.total_lag),
-                o.latency_p99 * 1e3, o.current_workers, d.workers, r.source.paused ? " paused" : "");
+                o.latency_p99 * 1e3, o.current_workers, d.workers,
+                r.source.paused ? " paused" : "");
   return buf + describe(d);
 }
 

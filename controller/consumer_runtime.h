@@ -7,9 +7,8 @@
 // may be used from any thread (it is internally locked). The handler runs on pool workers.
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "controller/kafka_source.h"
 #include "controller/synthetic_handler.h"
@@ -24,14 +23,14 @@ namespace lagpilot {
 struct RuntimeConfig {
   std::string broker = "embedded";  // "embedded": start the mock cluster in-process; "external"
   int embedded_brokers = 1;
-  int topic_partitions = 8;         // partitions of each topic the embedded broker creates
+  int topic_partitions = 8;  // partitions of each topic the embedded broker creates
   KafkaSourceConfig kafka;
-  WorkerPoolOptions pool;           // initial_workers and max_workers follow the guards
+  WorkerPoolOptions pool;  // initial_workers and max_workers follow the guards
   SyntheticHandlerConfig handler;
-  std::string ledger;               // file to append processed (topic, partition, offset, seq)
+  std::string ledger;  // file to append processed (topic, partition, offset, seq)
   double tick_seconds = 1.0;
   double shutdown_timeout_seconds = 10.0;
-  double lag_slo = 10000;           // messages; "seconds above the lag SLO" counts ticks above it
+  double lag_slo = 10000;  // messages; "seconds above the lag SLO" counts ticks above it
 
   // Reads this struct's keys from the top-level config object (leaves other keys alone).
   static void read_keys(JsonObjectReader& root, RuntimeConfig& config);
@@ -59,6 +58,7 @@ class ConsumerRuntime {
     Observation observation;
     Decision decision;
     SourceStats source;
+    PoolWindow pool;  // the pool's statistics over the tick window (latency histogram)
   };
   // One control iteration: sample, decide, guard, resize.
   TickReport tick();

@@ -17,10 +17,13 @@
 //   lagpilot_processed_rate_messages_per_second
 //   lagpilot_process_latency_p50_seconds       gauges: handler run time quantiles over the last
 //   lagpilot_process_latency_p99_seconds       tick window (the pool's histogram bucket upper
-//                                              bounds). Gauges, not a histogram: the pool
-//                                              reports window quantiles, not per-message data,
-//                                              so they cannot be aggregated across processes
-//                                              (use max() instead).
+//                                              bounds), as the controller saw them. Window
+//                                              quantiles do not aggregate across processes:
+//                                              use the histogram below for fleet quantiles.
+//   lagpilot_process_latency_seconds          histogram: handler run time per message, from
+//                                              the pool's window histogram (TickReport::pool);
+//                                              aggregate across processes with
+//                                              histogram_quantile(sum by (le) (rate(..._bucket)))
 //   lagpilot_record_age_p99_seconds            gauge: completion time - record timestamp
 //   lagpilot_workers{state}                    gauge; state = current (pool size sampled at the
 //                                              tick), desired (after guards), proposed (the
@@ -172,6 +175,7 @@ class RuntimeMetrics {
  private:
   using Labels = std::map<std::string, std::string>;
   void add_delta(prometheus::Counter& counter, uint64_t now_value, uint64_t& last_value);
+  void record_latency_histogram(const PoolWindow& window);
 
   std::shared_ptr<prometheus::Registry> registry_;
 
@@ -196,6 +200,7 @@ class RuntimeMetrics {
   prometheus::Counter& pauses_;
   prometheus::Family<prometheus::Counter>& scale_events_;
   prometheus::Gauge& override_active_;
+  prometheus::Histogram& process_latency_;
   prometheus::Histogram& tick_duration_;
   prometheus::Counter& ticks_;
   prometheus::Family<prometheus::Gauge>& policy_info_;

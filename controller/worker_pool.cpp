@@ -33,6 +33,11 @@ int latency_bucket(double seconds) {
   return 1 + static_cast<int>(x);
 }
 
+// Run time in whole nanoseconds for the latency sum (negative or NaN: 0, as bucket 0 takes them).
+uint64_t to_nanoseconds(double seconds) {
+  return seconds > 0.0 ? static_cast<uint64_t>(std::min(seconds, 1e9) * 1e9) : 0;
+}
+
 double bucket_upper_bound(int bucket) {
   if (bucket >= kBuckets - 1) bucket = kBuckets - 2;  // overflow: report its lower bound
   return kMinLatency * std::exp2(static_cast<double>(bucket) / kPerOctave);
@@ -314,6 +319,7 @@ struct WorkerPool::Impl {
     task = nullptr;  // its captures die here, outside the lock (they may call the pool)
     if (!in_progress.items_recorded || threw) {
       latency_[latency_bucket(end - start)].fetch_add(1, std::memory_order_relaxed);
+      latency_sum_ns_.fetch_add(to_nanoseconds(end - start), std::memory_order_relaxed);
       completed_.fetch_add(1, std::memory_order_relaxed);
     }
     if (threw) {
@@ -345,7 +351,9 @@ struct WorkerPool::Impl {
       }
       used = 0;
     };
+    uint64_t sum_ns = 0;
     for (const double seconds : item_seconds) {
+      sum_ns += to_nanoseconds(seconds);
       const int bucket = latency_bucket(seconds);
       std::size_t i = 0;
       while (i < used && buckets[i] != bucket) ++i;
@@ -361,6 +369,7 @@ struct WorkerPool::Impl {
       ++counts[i];
     }
     flush();
+    latency_sum_ns_.fetch_add(sum_ns, std::memory_order_relaxed);
     completed_.fetch_add(item_seconds.size(), std::memory_order_relaxed);
     if (failed_items > 0) {
       failed_.fetch_add(failed_items, std::memory_order_relaxed);
@@ -435,10 +444,14 @@ struct WorkerPool::Impl {
       window_start_ = now;
     }
     std::array<uint64_t, kBuckets> counts{};
+    window.latency_histogram.resize(kBuckets);
     for (int i = 0; i < kBuckets; ++i) {
       counts[i] = latency_[i].exchange(0, std::memory_order_relaxed);
+      window.latency_histogram[i] = counts[i];
       window.completed += counts[i];
     }
+    window.latency_sum =
+        1e-9 * static_cast<double>(latency_sum_ns_.exchange(0, std::memory_order_relaxed));
     window.failed = window_failed_.exchange(0, std::memory_order_relaxed);
     window.latency_p50 = quantile(counts, window.completed, 0.50);
     window.latency_p99 = quantile(counts, window.completed, 0.99);
@@ -552,6 +565,7 @@ struct WorkerPool::Impl {
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> window_failed_{0};
   std::array<std::atomic<uint64_t>, kBuckets> latency_{};  // task run-time histogram
+  std::atomic<uint64_t> latency_sum_ns_{0};                // and the sum of those run times
 
   // listener_mu_ guards the listener and what it was last told; recursive so that a listener
   // may submit tasks (which can flip backpressure and deliver again on the same thread).
@@ -629,6 +643,11 @@ void WorkerPool::record_items(std::span<const double> item_seconds, std::size_t 
 }
 double WorkerPool::latency_bucket_upper_bound(double seconds) {
   return bucket_upper_bound(latency_bucket(seconds));
+}
+
+double WorkerPool::latency_histogram_upper_bound(std::size_t bucket) {
+  if (bucket >= static_cast<std::size_t>(kBuckets - 1)) return HUGE_VAL;
+  return bucket_upper_bound(static_cast<int>(bucket));
 }
 
 }  // namespace lagpilot

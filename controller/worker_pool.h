@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "policies/clock.h"
 
@@ -54,6 +55,11 @@ struct PoolWindow {
   double latency_p99 = 0.0;
   double busy_mean = 0.0;  // mean busy workers over the window
   uint64_t failed = 0;     // tasks in the window that threw (also counted in completed)
+  // The window's run-time histogram: latency_histogram[i] tasks (or items) ran for at most
+  // WorkerPool::latency_histogram_upper_bound(i) seconds and more than bound(i - 1). Sums to
+  // `completed`. For exporters (the Prometheus histogram).
+  std::vector<uint64_t> latency_histogram;
+  double latency_sum = 0.0;  // seconds: total run time of the window's tasks (or items)
 };
 
 class WorkerPool {
@@ -124,6 +130,9 @@ class WorkerPool {
   // The value take_window() reports as p50/p99 for a task that ran `seconds`: the upper bound
   // of its histogram bucket (buckets are 2^(1/8) wide from 1 us; < 1 us reports 1 us).
   static double latency_bucket_upper_bound(double seconds);
+  // Upper bound, seconds, of PoolWindow::latency_histogram's bucket i (the last one is open:
+  // +infinity).
+  static double latency_histogram_upper_bound(std::size_t bucket);
 
  private:
   struct Impl;  // see worker_pool.cpp

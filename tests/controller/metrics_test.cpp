@@ -326,6 +326,42 @@ TEST(RuntimeMetrics, PerPartitionLagFallsBackToTheObservation) {
 }
 
 // Every declared family is on the page with HELP and TYPE, and every sample line parses.
+// The pool's fine run-time histogram lands in the exported histogram: counts per exported bucket
+// (cumulative in the text), count and sum, accumulated over ticks.
+TEST(RuntimeMetrics, ProcessLatencyHistogramFollowsThePoolWindow) {
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{1, 1, 10, 0.8, 0.2}, clock);
+  // 0.0002 s and 0.0003 s: <= 0.00025 only if the fine bucket's upper bound is; 0.003 and
+  // 0.004: in (0.0025, 0.005]; 20 s: in (10, 30].
+  const std::vector<double> runs = {0.0002, 0.003, 0.004, 20.0};
+  pool.record_items(runs);
+  MetricsFixture f;
+  auto r = report(4, 4, 4);
+  r.pool = pool.take_window();
+  ASSERT_EQ(r.pool.completed, runs.size());
+  f.tick(r);
+  std::string text = f.metrics.render();
+  const std::string name = "lagpilot_process_latency_seconds";
+  EXPECT_EQ(sample(text, name + "_count"), 4);
+  EXPECT_NEAR(sample(text, name + "_sum"), 20.0072, 1e-6);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"0.0001\"}"), 0);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"0.00025\"}"), 1);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"0.0025\"}"), 1);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"0.005\"}"), 3);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"10\"}"), 3);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"30\"}"), 4);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"+Inf\"}"), 4);
+  // A second tick adds to it; an empty window changes nothing.
+  pool.record_items(std::vector<double>{0.003});
+  r.pool = pool.take_window();
+  f.tick(r);
+  r.pool = pool.take_window();
+  f.tick(r);
+  text = f.metrics.render();
+  EXPECT_EQ(sample(text, name + "_count"), 5);
+  EXPECT_EQ(sample(text, name + "_bucket{le=\"0.005\"}"), 4);
+}
+
 TEST(RuntimeMetrics, TextPageDeclaresEveryMetricAndParses) {
   MetricsFixture f;
   auto r = report(4, 6, 6);
@@ -334,16 +370,26 @@ TEST(RuntimeMetrics, TextPageDeclaresEveryMetricAndParses) {
   const std::string text = f.metrics.render();
   const std::vector<std::string> names = RuntimeMetrics::metric_names();
   // The names the operator docs and alerts rely on.
-  for (const char* required :
-       {"lagpilot_consumer_lag", "lagpilot_consumer_total_lag",
-        "lagpilot_process_latency_p99_seconds", "lagpilot_record_age_p99_seconds",
-        "lagpilot_workers", "lagpilot_queue_depth_messages", "lagpilot_queue_capacity_messages",
-        "lagpilot_paused_partitions", "lagpilot_messages_processed_total",
-        "lagpilot_messages_failed_total", "lagpilot_messages_lost_to_retention_total",
-        "lagpilot_scale_events_total", "lagpilot_override_active",
-        "lagpilot_controller_tick_duration_seconds", "lagpilot_policy_info",
-        "lagpilot_recommended_replicas", "lagpilot_needed_workers",
-        "lagpilot_worker_throughput_messages_per_second", "lagpilot_last_tick_timestamp_seconds"}) {
+  for (const char* required : {"lagpilot_consumer_lag",
+                               "lagpilot_consumer_total_lag",
+                               "lagpilot_process_latency_p99_seconds",
+                               "lagpilot_process_latency_seconds",
+                               "lagpilot_record_age_p99_seconds",
+                               "lagpilot_workers",
+                               "lagpilot_queue_depth_messages",
+                               "lagpilot_queue_capacity_messages",
+                               "lagpilot_paused_partitions",
+                               "lagpilot_messages_processed_total",
+                               "lagpilot_messages_failed_total",
+                               "lagpilot_messages_lost_to_retention_total",
+                               "lagpilot_scale_events_total",
+                               "lagpilot_override_active",
+                               "lagpilot_controller_tick_duration_seconds",
+                               "lagpilot_policy_info",
+                               "lagpilot_recommended_replicas",
+                               "lagpilot_needed_workers",
+                               "lagpilot_worker_throughput_messages_per_second",
+                               "lagpilot_last_tick_timestamp_seconds"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   }
   for (const std::string& name : names) {

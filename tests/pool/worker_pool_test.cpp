@@ -389,6 +389,17 @@ TEST(WorkerPool, LatencyWindowOnManualClock) {
   EXPECT_EQ(w.latency_p99, WorkerPool::latency_bucket_upper_bound(0.1));  // rank 99 of 100
   EXPECT_GT(w.latency_p99, 0.1);
   EXPECT_LE(w.latency_p99, 0.1 * step);
+  // The exported histogram: every task in the bucket of its run time, and the exact sum.
+  ASSERT_FALSE(w.latency_histogram.empty());
+  uint64_t histogram_total = 0;
+  for (std::size_t i = 0; i < w.latency_histogram.size(); ++i) {
+    histogram_total += w.latency_histogram[i];
+    if (w.latency_histogram[i] == 0) continue;
+    const double upper = WorkerPool::latency_histogram_upper_bound(i);
+    EXPECT_TRUE(upper == w.latency_p50 || upper == w.latency_p99) << upper;
+  }
+  EXPECT_EQ(histogram_total, w.completed);
+  EXPECT_NEAR(w.latency_sum, 98 * 0.001 + 2 * 0.1, 1e-6);
 
   // The window was reset.
   w = pool.take_window();
@@ -396,6 +407,7 @@ TEST(WorkerPool, LatencyWindowOnManualClock) {
   EXPECT_EQ(w.seconds, 0.0);
   EXPECT_EQ(w.latency_p50, 0.0);
   EXPECT_EQ(w.latency_p99, 0.0);
+  EXPECT_EQ(w.latency_sum, 0.0);
   clock.advance(1.0);
   w = pool.take_window();
   EXPECT_NEAR(w.seconds, 1.0, 1e-9);
@@ -437,6 +449,19 @@ TEST(WorkerPool, LatencyBucketsAreLogSpaced) {
   EXPECT_EQ(WorkerPool::latency_bucket_upper_bound(-1.0), 1e-6);
   EXPECT_LT(WorkerPool::latency_bucket_upper_bound(0.0010),
             WorkerPool::latency_bucket_upper_bound(0.0011));
+  // The histogram's bounds are the same buckets, rising, the last one open.
+  double previous = 0.0;
+  for (std::size_t i = 0; i < 258; ++i) {
+    const double upper = WorkerPool::latency_histogram_upper_bound(i);
+    if (std::isinf(upper)) {
+      EXPECT_EQ(WorkerPool::latency_histogram_upper_bound(i + 1), upper);
+      break;
+    }
+    EXPECT_GT(upper, previous) << i;
+    previous = upper;
+  }
+  EXPECT_EQ(WorkerPool::latency_histogram_upper_bound(1),
+            WorkerPool::latency_bucket_upper_bound(1.01e-6));
 }
 
 TEST(WorkerPool, TaskExceptionsAreCountedAndWorkerSurvives) {
