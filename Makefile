@@ -5,7 +5,7 @@ ASAN      ?= build/asan
 TSAN      ?= build/tsan
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-release test-asan test-tsan bench format clean
+.PHONY: all deps build run test test-release test-asan test-tsan test-fuzz bench format clean
 
 all: build
 
@@ -19,7 +19,7 @@ build: deps
 run: build
 	@./scripts/run-demo.sh $(BUILD)/cli/lagpilot
 
-test: test-release test-asan test-tsan
+test: test-release test-asan test-tsan test-fuzz
 
 test-release: build
 	@ctest --test-dir $(BUILD) --output-on-failure
@@ -42,6 +42,14 @@ test-tsan: deps
 	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test
 	@ctest --test-dir $(TSAN) --output-on-failure -R '^pool_test$$'
 	@$(TSAN)/tests/controller_test --gtest_brief=1 --gtest_filter='$(TSAN_RUNTIME_TESTS)'
+
+# libFuzzer targets (clang + ASan + UBSan): their kept regression inputs, then 20 s of fuzzing
+# each from a temporary copy of their seed corpus (docs/fuzzing.md).
+test-fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B build/fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLAGPILOT_BUILD_FUZZERS=ON -DLAGPILOT_BUILD_BENCH=OFF >/dev/null
+	@cmake --build build/fuzz -j $(JOBS) --target lagpilot_fuzzers
+	@./scripts/run-fuzzers.sh build/fuzz
 
 bench: build
 	@./scripts/run-benchmarks.sh $(BUILD)

@@ -16,11 +16,10 @@ nlohmann::json read_json_file(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  // "path:line:column" of the 1-based byte offset `byte`.
+  const auto where = [&](std::size_t byte) {
     int line = 1, column = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+    for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
         ++line;
         column = 1;
@@ -28,10 +27,28 @@ nlohmann::json read_json_file(const std::string& path) {
         ++column;
       }
     }
+    return path + ":" + std::to_string(line) + ":" + std::to_string(column);
+  };
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
-    throw std::runtime_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                             ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+    throw std::runtime_error(where(e.byte) + ": invalid JSON: " +
+                             (pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond double ("1e999", found by fuzzing): nlohmann gives no offset, only
+    // the text "number overflow parsing '1e999'"; point at the first occurrence of the number.
+    std::string what = e.what();
+    const auto pos = what.find("number overflow");
+    const auto open = what.find('\'');
+    const std::string number =
+        open == std::string::npos || what.size() < open + 2
+            ? ""
+            : what.substr(open + 1, what.size() - open - 2);
+    const std::size_t at = number.empty() ? std::string::npos : text.find(number);
+    throw std::runtime_error((at == std::string::npos ? path : where(at + 1)) + ": invalid JSON: " +
+                             (pos == std::string::npos ? what : what.substr(pos)));
   }
 }
 
@@ -50,6 +67,10 @@ AppConfig AppConfig::from_json(const nlohmann::json& root) {
     c.sim = *s;
   }
   if (r.has("http")) c.http = HttpApiConfig::from_json(*r.raw("http"), "http");
+  if (const nlohmann::json* cal = r.raw("calibration"); cal && !cal->is_null()) {
+    if (!cal->is_object()) throw ConfigError("calibration", "must be a JSON object");
+    c.calibration = *cal;
+  }
   RuntimeConfig::read_keys(r, c.runtime);
   r.finish();
   c.make_policy();  // validates the parameters now, naming policy.params.<field>
@@ -72,6 +93,7 @@ nlohmann::json AppConfig::to_json() const {
   root["sim"] = sim::SimConfig::from_json(sim, "sim").to_json();
   root["http"] = http.to_json();
   runtime.write_keys(root);
+  if (!calibration.is_null()) root["calibration"] = calibration;
   return root;
 }
 

@@ -5,6 +5,7 @@
 //     "guards": {...},                               bounds, step limits, stabilization, ...
 //     "sim": {...},                                  simulator settings (lagpilot sim)
 //     "http": {...},                                 control API + /metrics (run)
+//     "calibration": {...},                          record of `lagpilot calibrate` (not read)
 //     ...RuntimeConfig keys...                       broker, kafka, pool, handler, ... (run) }
 //
 // Loaded and validated once; every error names the file and the JSON path. Missing keys keep
@@ -29,6 +30,9 @@ struct AppConfig {
   nlohmann::json sim = nlohmann::json::object();  // validated by the sim command
   RuntimeConfig runtime;
   HttpApiConfig http;  // "http": the control API and /metrics (lagpilot run)
+  // "calibration": what `lagpilot calibrate` measured, for humans (any JSON object, kept as
+  // is; nothing reads it). null when absent.
+  nlohmann::json calibration = nullptr;
 
   // Throws ConfigError (JSON path) or std::runtime_error (file errors, JSON syntax with line).
   static AppConfig load(const std::string& path);

@@ -17,5 +17,8 @@ CommandMain add_sim_command(CLI::App& app);
 CommandMain add_run_command(CLI::App& app);
 CommandMain add_broker_command(CLI::App& app);
 CommandMain add_produce_command(CLI::App& app);
+CommandMain add_ctl_command(CLI::App& app);  // client of a running `run`'s control API
+CommandMain add_tune_command(CLI::App& app);  // search a policy's parameters (sim/tuner.h)
+CommandMain add_calibrate_command(CLI::App& app);  // measure the live consumer, fit the USL
 
 }  // namespace lagpilot::cli

@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       lagpilot::cli::add_broker_command);
   add("produce", "Produce sequence-numbered messages at a paced rate or along a trace",
       lagpilot::cli::add_produce_command);
+  add("tune", "Search a policy's parameters on traces (grid, random, Nelder-Mead)", lagpilot::cli::add_tune_command);
+  add("ctl", "Control a running `lagpilot run` through its HTTP API", lagpilot::cli::add_ctl_command);
+  add("calibrate", "Measure the consumer's true rate per pool size and fit its scaling curve", lagpilot::cli::add_calibrate_command);
 
   try {
     app.parse(argc, argv);

@@ -1,6 +1,11 @@
 // `lagpilot sim`: replay one trace through the simulator under several policies (same arrivals
 // for all) and print one KPI row per policy; optionally JSON and a CSV time series.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <thread>
 
@@ -9,6 +14,8 @@
 #include "cli/app_config.h"
 #include "cli/commands.h"
 #include "policies/policy_factory.h"
+#include "sim/html_report.h"
+#include "sim/oracle.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/trace_reader.h"
@@ -59,13 +66,75 @@ void write_text_file(const std::string& path, const std::string& content) {
   out << content;
 }
 
+// The pseudo-policies of `--policy` (sim/oracle.h): solved or replayed, not simulated. In the
+// run order, a slot >= 0 is an index into the simulated specs.
+constexpr int kOracleSlot = -1;        // "oracle": the fluid lower bound, its own fluid KPIs
+constexpr int kOracleReplaySlot = -2;  // "oracle-replay": its schedule through the simulator
+
+// Simulates `specs` and, when `order` asks for them, solves the oracle on its own thread beside
+// them; returns the runs in `order`.
+std::vector<sim::RunResult> run_all(const sim::Trace& trace, const std::vector<PolicySpec>& specs,
+                                    const std::vector<int>& order, const GuardConfig& guards,
+                                    const sim::SimConfig& config, int threads) {
+  const bool oracle_wanted =
+      std::any_of(order.begin(), order.end(), [](int slot) { return slot < 0; });
+  std::future<sim::OracleResult> solving;
+  const auto start = std::chrono::steady_clock::now();
+  if (oracle_wanted) {
+    solving =
+        std::async(std::launch::async, [&] { return sim::solve_oracle(trace, config, guards); });
+  }
+  std::vector<sim::RunResult> simulated;
+  if (!specs.empty()) simulated = sim::simulate_all(trace, specs, guards, config, threads);
+  if (!oracle_wanted) return simulated;
+  sim::OracleResult oracle;
+  try {
+    oracle = solving.get();
+  } catch (const std::invalid_argument& e) {  // e.g. a capacity curve it cannot handle
+    if (specs.empty()) throw;
+    spdlog::error("{} (the oracle is left out of the report)", e.what());
+    return simulated;
+  }
+  spdlog::info(
+      "oracle: {:.4g} worker-seconds (mean {:.2f} workers) at the least, solved in {:.1f} s "
+      "({} of {} ticks needed the DP)",
+      oracle.run.kpis.worker_seconds, oracle.run.kpis.mean_workers,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      oracle.dp_ticks, oracle.workers.size());
+  if (!oracle.feasible()) {
+    spdlog::warn(
+        "oracle: infeasible even at max_workers {}: {:.0f} s above the lag SLO ({}) are "
+        "unavoidable; the oracle minimizes those first, then worker-seconds",
+        guards.max_workers, oracle.run.kpis.seconds_above_slo, config.lag_slo);
+  }
+  if (oracle.worker_ticks != oracle.bound_worker_ticks || oracle.forward_mismatches != 0 ||
+      oracle.ticks_above_slo != oracle.unavoidable_ticks) {
+    spdlog::warn(
+        "oracle: self-check failed (schedule {} vs bound {} worker-ticks, {} mismatches, "
+        "{} vs {} ticks above the SLO): please report this trace",
+        oracle.worker_ticks, oracle.bound_worker_ticks, oracle.forward_mismatches,
+        oracle.ticks_above_slo, oracle.unavoidable_ticks);
+  }
+  std::vector<sim::RunResult> runs;
+  for (const int slot : order) {
+    if (slot >= 0) {
+      runs.push_back(std::move(simulated[static_cast<std::size_t>(slot)]));
+    } else if (slot == kOracleSlot) {
+      runs.push_back(oracle.run);
+    } else {
+      runs.push_back(sim::replay_schedule(trace, oracle.workers, "oracle-replay", guards, config));
+    }
+  }
+  return runs;
+}
+
 }  // namespace
 
 CommandMain add_sim_command(CLI::App& app) {
   struct Options {
     std::string trace;
     sim::TraceLoadOptions load;
-    std::vector<std::string> policies{"pid,threshold,hpa,keda,static:16"};
+    std::vector<std::string> policies{"pid,threshold,hpa,keda,static:16,oracle"};
     std::string config_path;
     uint64_t seed = 0;
     bool seed_set = false;
@@ -75,6 +144,7 @@ CommandMain add_sim_command(CLI::App& app) {
     double tick = 0.0;
     int64_t slo = -1;
     std::string json_out, csv_out;
+    std::string html_out;
     int threads = 0;
   };
   auto o = std::make_shared<Options>();
@@ -96,7 +166,9 @@ CommandMain add_sim_command(CLI::App& app) {
                  "Lag + worker-count recordings: messages/s of one worker")
       ->check(CLI::PositiveNumber);
   app.add_option("--policy", o->policies,
-                 "Comma-separated policy specs: NAME, static:N, NAME:key=value,...")
+                 "Comma-separated policy specs: NAME, static:N, NAME:key=value,...; "
+                 "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
+                 "'oracle-replay' its schedule through the simulator")
       ->capture_default_str();
   app.add_option("--config", o->config_path,
                  "Config file: \"sim\", \"guards\" and the params of the configured policy")
@@ -117,6 +189,8 @@ CommandMain add_sim_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--json", o->json_out, "Write the results as JSON to this file ('-': stdout)");
   app.add_option("--csv", o->csv_out, "Write the time series as CSV to this file ('-': stdout)");
+  app.add_option("--html", o->html_out,
+                 "Write a self-contained HTML report (charts and KPI table) to this file");
   app.add_option("--threads", o->threads, "Policies simulated in parallel (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -133,10 +207,19 @@ CommandMain add_sim_command(CLI::App& app) {
     if (!o->fidelity.empty()) sc.fidelity = o->fidelity;
     if (o->tick > 0) sc.tick_seconds = o->tick;
     if (o->slo >= 0) sc.lag_slo = o->slo;
-    sc.record_series = !o->csv_out.empty();
+    sc.record_series = !o->csv_out.empty() || !o->html_out.empty();
 
     std::vector<PolicySpec> specs;
+    std::vector<int> order;  // the runs in the order given: spec indices or oracle slots
     for (const auto& text : split_policy_list(o->policies)) {
+      if (text == "oracle" || text == "oracle-replay") {
+        order.push_back(text == "oracle" ? kOracleSlot : kOracleReplaySlot);
+        continue;
+      }
+      if (text.rfind("oracle:", 0) == 0 || text.rfind("oracle-replay:", 0) == 0) {
+        throw ConfigError("--policy", "the oracle takes no parameters: \"" + text + "\"");
+      }
+      order.push_back(static_cast<int>(specs.size()));
       PolicySpec spec = parse_policy_spec(text);
       // The config's parameters apply to the policy it names, when the spec gives none.
       if (spec.name == cfg.policy_name && spec.params.empty() && !o->config_path.empty()) {
@@ -144,7 +227,7 @@ CommandMain add_sim_command(CLI::App& app) {
       }
       specs.push_back(std::move(spec));
     }
-    if (specs.empty()) throw ConfigError("--policy", "no policy given");
+    if (order.empty()) throw ConfigError("--policy", "no policy given");
 
     sim::Trace trace = sim::load_trace(o->trace, o->load);
     sim::TraceInfo info;
@@ -157,6 +240,12 @@ CommandMain add_sim_command(CLI::App& app) {
     info = sim::TraceInfo::of(trace);
     info.notes = {{"speedup", o->speedup}};
     if (peak > 0) info.notes["peak_load"] = o->peak_load;
+    // --html alone: keep at most ~20k series points per run (the page draws ~2k per line anyway;
+    // the KPIs still use every tick), so a long trace stays small in memory and on disk.
+    if (!o->html_out.empty() && o->csv_out.empty() && sc.series_interval_seconds == 0) {
+      const double ticks = std::ceil(trace.duration() / sc.tick_seconds / 20000.0);
+      if (ticks > 1) sc.series_interval_seconds = ticks * sc.tick_seconds;
+    }
 
     const int threads = o->threads > 0 ? o->threads
                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -166,7 +255,7 @@ CommandMain add_sim_command(CLI::App& app) {
                  trace.peak_rate(), trace.total_messages(), sc.resolve_fidelity(trace),
                  specs.size(), threads);
     const std::vector<sim::RunResult> results =
-        sim::simulate_all(trace, specs, cfg.guards, sc, threads);
+        run_all(trace, specs, order, cfg.guards, sc, threads);
 
     std::cout << sim::format_kpi_table(results);
     if (!o->json_out.empty()) {
@@ -176,6 +265,16 @@ CommandMain add_sim_command(CLI::App& app) {
       std::ostringstream csv;
       sim::write_series_csv(csv, results);
       write_text_file(o->csv_out, csv.str());
+    }
+    if (!o->html_out.empty()) {
+      sim::SimHtmlReport html;
+      html.title = "lagpilot sim: " + std::filesystem::path(o->trace).filename().string();
+      html.trace = info;
+      html.config = sc;
+      html.runs = results;
+      html.lag_slo = sc.lag_slo;
+      sim::write_html_file(o->html_out, sim::render_sim_html(html));
+      spdlog::info("wrote {}", o->html_out);
     }
     return 0;
   };

@@ -17,21 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "controller/api_requests.h"
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 
 namespace lagpilot {
 namespace {
 
-constexpr std::size_t kMaxReasonBytes = 1024;
-
-// An error answer; thrown by handlers, turned into {"error": {...}} by the dispatch wrapper.
-struct ApiError {
-  int status = 400;
-  std::string code;
-  std::string message;
-  std::string field;  // "" when no single field is at fault
-};
+// Handlers throw ApiError (api_requests.h); the dispatch wrapper turns it into {"error": {...}}.
 
 // Responses never throw on text: invalid UTF-8 (which only a query string can bring in; bodies
 // are validated by the parser) is replaced.
@@ -49,49 +42,6 @@ void send_error(httplib::Response& res, const ApiError& e) {
   if (!e.field.empty()) error["field"] = e.field;
   send_json(res, e.status, {{"error", error}});
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"lagpilot\"");
-}
-
-// A ConfigError from validating a request body (ours, JsonObjectReader's, make_policy's, the
-// guards'): 422 naming the field.
-ApiError from_config_error(const ConfigError& e) {
-  const std::string what = e.what();
-  const std::string unknown = "unknown key";
-  const bool is_unknown = what.size() >= unknown.size() &&
-                          what.compare(what.size() - unknown.size(), unknown.size(), unknown) == 0;
-  return {422, is_unknown ? "unknown_field" : "invalid_field", what, e.path()};
-}
-
-nlohmann::json parse_object_body(const httplib::Request& req) {
-  if (req.body.size() > HttpApi::kMaxBodyBytes) {
-    throw ApiError{413, "payload_too_large",
-                   "request body above " + std::to_string(HttpApi::kMaxBodyBytes) + " bytes", ""};
-  }
-  if (req.body.empty()) throw ApiError{400, "invalid_body", "a JSON object body is required", ""};
-  nlohmann::json body;
-  try {
-    body = nlohmann::json::parse(req.body);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ApiError{400, "invalid_json", std::string("malformed JSON: ") + e.what(), ""};
-  }
-  if (!body.is_object()) {
-    throw ApiError{400, "invalid_body",
-                   std::string("the body must be a JSON object, got ") + body.type_name(), ""};
-  }
-  return body;
-}
-
-// Rejects keys outside `known` before any value is checked, so that a misspelt key is named
-// even when another field is also wrong.
-void reject_unknown_keys(const nlohmann::json& body, std::initializer_list<const char*> known) {
-  for (auto it = body.begin(); it != body.end(); ++it) {
-    bool found = false;
-    for (const char* k : known) found = found || it.key() == k;
-    if (!found) throw ConfigError(it.key(), "unknown key");
-  }
-}
-
-void require(const JsonObjectReader& r, const std::string& key) {
-  if (!r.has(key)) throw ApiError{422, "missing_field", key + ": required", key};
 }
 
 nlohmann::json decision_json(const Decision& d) {
@@ -177,7 +127,7 @@ struct HttpApi::Impl {
       } catch (const ApiError& e) {
         send_error(res, e);
       } catch (const ConfigError& e) {
-        send_error(res, from_config_error(e));
+        send_error(res, api_error_from(e));
       } catch (const std::exception& e) {
         spdlog::error("http api: {} {} failed: {}", req.method, req.path, e.what());
         send_error(res, {500, "internal", e.what(), ""});
@@ -246,18 +196,7 @@ struct HttpApi::Impl {
         "/v1/decisions", guarded([this](const httplib::Request& req, httplib::Response& res) {
           std::size_t limit = std::min(kDefaultDecisionLimit, ctx.decision_history);
           if (req.has_param("limit")) {
-            const std::string text = req.get_param_value("limit");
-            std::size_t value = 0;
-            const auto [end, error] =
-                std::from_chars(text.data(), text.data() + text.size(), value);
-            if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
-                value < 1 || value > ctx.decision_history) {
-              throw ApiError{400, "invalid_query",
-                             "limit: must be an integer between 1 and " +
-                                 std::to_string(ctx.decision_history) + ", got \"" + text + "\"",
-                             "limit"};
-            }
-            limit = value;
+            limit = parse_decision_limit(req.get_param_value("limit"), ctx.decision_history);
           }
           nlohmann::json list = nlohmann::json::array();
           for (const Decision& d : ctx.controller.recent_decisions(limit)) {
@@ -269,22 +208,11 @@ struct HttpApi::Impl {
 
     server.Put(
         "/v1/override", mutation([this](const httplib::Request& req, httplib::Response& res) {
-          const nlohmann::json body = parse_object_body(req);
-          reject_unknown_keys(body, {"workers", "ttl_seconds", "reason"});
-          JsonObjectReader r(body, "");
-          require(r, "workers");
-          const GuardConfig g = ctx.controller.guard_config();
-          int workers = 0;
-          r.read("workers", workers, g.hard_min_workers, g.hard_max_workers);
-          double ttl = kDefaultOverrideTtlSeconds;
-          r.read("ttl_seconds", ttl, 0.0, kMaxOverrideTtlSeconds);
-          if (!(ttl > 0)) throw ConfigError("ttl_seconds", "must be > 0");
-          std::string reason;
-          r.read("reason", reason);
-          if (reason.size() > kMaxReasonBytes) {
-            throw ConfigError("reason", "at most " + std::to_string(kMaxReasonBytes) + " bytes");
-          }
-          r.finish();
+          const OverrideRequest request =
+              parse_override_request(req.body, ctx.controller.guard_config());
+          const int workers = request.workers;
+          const double ttl = request.ttl_seconds;
+          const std::string& reason = request.reason;
           const double now = ctx.clock.now();
           ManualOverride pin{workers, now + ttl, reason};
           ctx.controller.set_override(pin, now);
@@ -306,23 +234,10 @@ struct HttpApi::Impl {
 
     server.Put(
         "/v1/bounds", mutation([this](const httplib::Request& req, httplib::Response& res) {
-          const nlohmann::json body = parse_object_body(req);
-          reject_unknown_keys(body, {"min", "max"});
-          JsonObjectReader r(body, "");
-          if (!r.has("min") && !r.has("max")) {
-            throw ApiError{422, "missing_field", "give min, max or both", "min"};
-          }
           const GuardConfig g = ctx.controller.guard_config();
-          int min = g.min_workers;
-          int max = g.max_workers;
-          r.read("min", min, g.hard_min_workers, g.hard_max_workers);
-          r.read("max", max, g.hard_min_workers, g.hard_max_workers);
-          r.finish();
-          if (min > max) {
-            throw ConfigError(
-                r.has("min") ? "min" : "max",
-                "min (" + std::to_string(min) + ") must be <= max (" + std::to_string(max) + ")");
-          }
+          const BoundsRequest request = parse_bounds_request(req.body, g);
+          const int min = request.min_workers;
+          const int max = request.max_workers;
           ctx.controller.set_bounds(min, max, ctx.clock.now());
           spdlog::info("http api: bounds set to [{}, {}] from {}", min, max, req.remote_addr);
           send_json(res, 200,
@@ -335,18 +250,11 @@ struct HttpApi::Impl {
         }));
 
     server.Put("/v1/policy", mutation([this](const httplib::Request& req, httplib::Response& res) {
-                 const nlohmann::json body = parse_object_body(req);
-                 reject_unknown_keys(body, {"name", "params"});
-                 JsonObjectReader r(body, "");
-                 require(r, "name");
-                 std::string name;
-                 r.read("name", name);
-                 const nlohmann::json* raw_params = r.raw("params");
-                 r.finish();
-                 const nlohmann::json params = raw_params ? *raw_params : nlohmann::json::object();
-                 std::unique_ptr<Policy> policy = make_policy(name, params, "params");
+                 PolicyRequest request = parse_policy_request(req.body);
+                 const std::string& name = request.name;
+                 std::unique_ptr<Policy> policy = std::move(request.policy);
                  const nlohmann::json effective = policy->params();
-                 ctx.controller.set_policy(std::move(policy));
+                 ctx.controller.set_policy(std::move(policy), ctx.clock.now());
                  spdlog::info("http api: policy set to {} {} from {}", name, dump(effective),
                               req.remote_addr);
                  send_json(res, 200,
@@ -392,17 +300,24 @@ struct HttpApi::Impl {
         });
   }
 
+  // POST /v1/pause, /v1/resume: the body is optional ({"reason": "..."}).
   void pause(const httplib::Request& req, httplib::Response& res, bool paused) {
+    const std::string reason = parse_pause_request(req.body);
     if (!ctx.set_paused) {
       throw ApiError{501, "not_supported", "this runtime cannot pause consumption", ""};
     }
+    const char* what = paused ? "paused" : "resumed";
     {
       std::lock_guard lock(pause_mutex);
       ctx.set_paused(paused);
       operator_paused.store(paused);
+      // Under pause_mutex: the log shows pauses and resumes in the order they took effect.
+      ctx.controller.record_event(ctx.clock.now(), "api",
+                                  std::string(what) + " by api" +
+                                      (reason.empty() ? "" : ": " + reason));
     }
-    spdlog::info("http api: consumption {} from {}", paused ? "paused" : "resumed",
-                 req.remote_addr);
+    spdlog::info("http api: consumption {} from {} ({})", what, req.remote_addr,
+                 reason.empty() ? "no reason given" : reason);
     send_json(res, 200, {{"paused", paused}});
   }
 

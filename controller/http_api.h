@@ -45,6 +45,7 @@
 #include <string>
 #include <string_view>
 
+#include "controller/api_requests.h"
 #include "policies/clock.h"
 #include "policies/controller.h"
 
@@ -96,9 +97,10 @@ struct HttpApiConfig {
 
 class HttpApi {
  public:
-  static constexpr std::size_t kMaxBodyBytes = 64 * 1024;
-  static constexpr double kDefaultOverrideTtlSeconds = 600;
-  static constexpr double kMaxOverrideTtlSeconds = 7 * 24 * 3600;
+  // The request limits (api_requests.h, where the bodies are parsed).
+  static constexpr std::size_t kMaxBodyBytes = kMaxApiBodyBytes;
+  static constexpr double kDefaultOverrideTtlSeconds = lagpilot::kDefaultOverrideTtlSeconds;
+  static constexpr double kMaxOverrideTtlSeconds = lagpilot::kMaxOverrideTtlSeconds;
   static constexpr std::size_t kDefaultDecisionLimit = 100;
 
   explicit HttpApi(ApiContext context);

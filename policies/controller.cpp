@@ -45,54 +45,62 @@ Decision Controller::tick(double now) {
   return d;
 }
 
-void Controller::set_listener(DecisionListener listener) { listener_ = std::move(listener); }
+void Controller::set_listener(DecisionListener listener) {
+  listener_ = std::move(listener);
+}
+
+void Controller::set_policy(std::unique_ptr<Policy> policy, double now) {
+  std::lock_guard lock(mutex_);
+  policy_ = std::move(policy);
+  Decision note = note_locked(now);
+  note.reason = "policy set to " + policy_->name() + " " + policy_->params().dump();
+  record_locked(std::move(note));
+}
 
 void Controller::set_policy(std::unique_ptr<Policy> policy) {
-  std::lock_guard lock(mutex_);
-  Decision note = history_.empty() ? Decision{} : history_.back();
-  note.source = "api";
-  note.guards.clear();
-  note.reason = "policy set to " + policy->name() + " " + policy->params().dump();
-  policy_ = std::move(policy);
-  note.policy = policy_->name();
-  record_locked(note);
+  double last_tick_time = 0.0;
+  {
+    std::lock_guard lock(mutex_);
+    if (last_observation_) last_tick_time = last_observation_->time;
+  }
+  set_policy(std::move(policy), last_tick_time);
 }
 
 void Controller::set_override(ManualOverride pin, double now) {
   std::lock_guard lock(mutex_);
   guards_.set_override(pin);  // throws ConfigError when outside the hard limits
-  Decision note = history_.empty() ? Decision{} : history_.back();
-  note.time = now;
-  note.source = "api";
-  note.guards.clear();
+  Decision note = note_locked(now);
   char buf[160];
   std::snprintf(buf, sizeof buf, "override: pin %d workers for %.0f s", pin.workers,
                 pin.expires_at - now);
   note.reason = buf + (pin.reason.empty() ? "" : " (" + pin.reason + ")");
-  record_locked(note);
+  record_locked(std::move(note));
 }
 
 void Controller::clear_override(double now) {
   std::lock_guard lock(mutex_);
   guards_.clear_override();
-  Decision note = history_.empty() ? Decision{} : history_.back();
-  note.time = now;
-  note.source = "api";
-  note.guards.clear();
+  Decision note = note_locked(now);
   note.reason = "override cleared";
-  record_locked(note);
+  record_locked(std::move(note));
 }
 
 void Controller::set_bounds(int min_workers, int max_workers, double now) {
   std::lock_guard lock(mutex_);
   guards_.set_bounds(min_workers, max_workers);
-  Decision note = history_.empty() ? Decision{} : history_.back();
-  note.time = now;
-  note.source = "api";
-  note.guards.clear();
-  note.reason = "bounds set to [" + std::to_string(min_workers) + ", " +
-                std::to_string(max_workers) + "]";
-  record_locked(note);
+  Decision note = note_locked(now);
+  note.reason =
+      "bounds set to [" + std::to_string(min_workers) + ", " + std::to_string(max_workers) + "]";
+  record_locked(std::move(note));
+}
+
+void Controller::record_event(double now, std::string source, std::string reason) {
+  std::lock_guard lock(mutex_);
+  Decision note = note_locked(now);
+  note.policy = kOperatorPolicy;
+  note.source = std::move(source);
+  note.reason = std::move(reason);
+  record_locked(std::move(note));
 }
 
 std::string Controller::policy_name() const {
@@ -118,7 +126,7 @@ std::optional<ManualOverride> Controller::active_override(double now) {
 std::optional<Decision> Controller::last_decision() const {
   std::lock_guard lock(mutex_);
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (it->source != "api") return *it;
+    if (it->source != "api" && it->policy != kOperatorPolicy) return *it;
   }
   return std::nullopt;
 }
@@ -137,6 +145,18 @@ std::vector<Decision> Controller::recent_decisions(std::size_t limit) const {
 std::size_t Controller::ticks() const {
   std::lock_guard lock(mutex_);
   return ticks_;
+}
+
+Decision Controller::note_locked(double now) const {
+  // The size a note carries is the last decided one (a note does not change it); an empty log
+  // gives 0 workers.
+  Decision note = history_.empty() ? Decision{} : history_.back();
+  note.time = now;
+  note.previous_workers = note.workers;
+  note.policy = policy_->name();
+  note.guards.clear();
+  note.source = "api";
+  return note;
 }
 
 void Controller::record_locked(Decision d) {

@@ -11,9 +11,9 @@
 // never reads a clock (the caller passes `now`).
 //
 // Thread-safety: tick() is called from one control thread. set_policy(), set_override(),
-// clear_override(), set_bounds(), recent_decisions() and the other accessors may be called from
-// any thread (the HTTP API); a mutex serialises them with tick(). The Sampler and the Actuator
-// are called only from tick(), on the control thread, with the mutex released.
+// clear_override(), set_bounds(), record_event(), recent_decisions() and the other accessors may
+// be called from any thread (the HTTP API); a mutex serialises them with tick(). The Sampler and
+// the Actuator are called only from tick(), on the control thread, with the mutex released.
 
 #include <cstddef>
 #include <deque>
@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "policies/guards.h"
@@ -55,10 +56,19 @@ class Controller {
   Decision tick(double now);
 
   void set_listener(DecisionListener listener);
+  // Swaps the policy from the next tick on; the decision log records it at `now`.
+  void set_policy(std::unique_ptr<Policy> policy, double now);
+  // The same, stamped with the time of the last tick (0 before any): for callers without a
+  // clock. Prefer the overload with `now`.
   void set_policy(std::unique_ptr<Policy> policy);
   void set_override(ManualOverride pin, double now);
   void clear_override(double now);
   void set_bounds(int min_workers, int max_workers, double now);
+  // Appends an operator note to the decision log (pause, resume, ...): the size is unchanged
+  // (workers = previous_workers = the last decided size), policy kOperatorPolicy, no guards.
+  // Not a decision: last_decision() skips it, like the notes of the mutations above.
+  static constexpr const char* kOperatorPolicy = "operator";
+  void record_event(double now, std::string source, std::string reason);
 
   std::string policy_name() const;
   nlohmann::json policy_params() const;
@@ -72,6 +82,8 @@ class Controller {
 
  private:
   void record_locked(Decision d);
+  // A log note for an operator action at `now`, based on the last decided size.
+  Decision note_locked(double now) const;
 
   Sampler& sampler_;
   Actuator& actuator_;

@@ -88,6 +88,28 @@ ConsumerModelConfig ConsumerModelConfig::from_json(const nlohmann::json& j,
   return c;
 }
 
+ConsumerModelConfig ConsumerModelConfig::from_usl(double lambda, double sigma, double kappa,
+                                                  const ConsumerModelConfig& base) {
+  if (!(lambda > 0.0) || !std::isfinite(lambda)) {
+    throw std::invalid_argument("calibrated model: lambda must be > 0, got " +
+                                std::to_string(lambda));
+  }
+  if (!(sigma >= 0.0 && sigma <= 1.0)) {
+    throw std::invalid_argument("calibrated model: sigma must be in [0, 1], got " +
+                                std::to_string(sigma));
+  }
+  if (!(kappa >= 0.0 && kappa <= 1.0)) {
+    throw std::invalid_argument("calibrated model: kappa must be in [0, 1], got " +
+                                std::to_string(kappa));
+  }
+  ConsumerModelConfig c = base;
+  c.service_mean_seconds = 1.0 / lambda;
+  c.usl_sigma = sigma;
+  c.usl_kappa = kappa;
+  c.downstream_capacity = 0.0;
+  return c;
+}
+
 nlohmann::json ConsumerModelConfig::to_json() const {
   return nlohmann::json{{"service_mean_seconds", service_mean_seconds},
                         {"service_cv", service_cv},

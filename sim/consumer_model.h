@@ -74,6 +74,14 @@ struct ConsumerModelConfig {
   // `path`.key.
   static ConsumerModelConfig from_json(const nlohmann::json& j, const std::string& path = "model");
   nlohmann::json to_json() const;
+  // A calibrated model (`lagpilot calibrate`): the one whose capacity(N) is the measured USL
+  // curve lambda N / (1 + sigma (N - 1) + kappa N (N - 1)). Since capacity(N) = N / (mean x
+  // usl_factor(N)), that is service_mean_seconds = 1 / lambda, usl_sigma = sigma, usl_kappa =
+  // kappa and no downstream cap (the measurement already includes whatever downstream did);
+  // the service distribution, CV and warm-up come from `base`. Throws std::invalid_argument
+  // unless lambda > 0 and sigma, kappa are in [0, 1] (the ranges from_json accepts).
+  static ConsumerModelConfig from_usl(double lambda, double sigma, double kappa,
+                                      const ConsumerModelConfig& base);
 
   // 1 + sigma (n - 1) + kappa n (n - 1), for n >= 1 busy workers.
   double usl_factor(int busy) const;

@@ -70,13 +70,20 @@ TraceInfo TraceInfo::of(const Trace& trace) {
   return info;
 }
 
+const RunResult* find_oracle(const std::vector<RunResult>& results) {
+  for (const RunResult& r : results) {
+    if (r.policy == "oracle") return &r;
+  }
+  return nullptr;
+}
+
 std::string format_kpi_table(const std::vector<RunResult>& results) {
   struct Column {
     std::string name;
     std::string unit;
     std::function<std::string(const RunResult&)> value;
   };
-  const std::vector<Column> columns = {
+  std::vector<Column> columns = {
       {"policy", "", [](const RunResult& r) { return r.label; }},
       {"lag_integral", "msg*s", [](const RunResult& r) { return human(r.kpis.lag_integral); }},
       {"max_lag", "msg", [](const RunResult& r) { return human(double(r.kpis.max_lag)); }},
@@ -96,6 +103,20 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
       {"processed", "msg", [](const RunResult& r) { return std::to_string(r.kpis.processed); }},
       {"final_lag", "msg", [](const RunResult& r) { return std::to_string(r.kpis.final_lag); }},
   };
+  if (const RunResult* oracle = find_oracle(results)) {
+    const Kpis floor = oracle->kpis;  // a copy: `results` may be reallocated by the caller
+    columns.push_back({"ws_vs_oracle", "ratio", [floor](const RunResult& r) {
+                         return floor.worker_seconds > 0
+                                    ? fmt("%.3fx", r.kpis.worker_seconds / floor.worker_seconds)
+                                    : std::string("n/a");
+                       }});
+    columns.push_back({"above_slo_vs_oracle", "s", [floor](const RunResult& r) {
+                         const double d = r.kpis.seconds_above_slo - floor.seconds_above_slo;
+                         std::string text(1, d < 0 ? '-' : '+');
+                         text += human(std::fabs(d));
+                         return text;
+                       }});
+  }
   std::vector<std::vector<std::string>> cells;
   cells.push_back({});
   cells.push_back({});
@@ -150,6 +171,7 @@ nlohmann::json kpis_to_json(const Kpis& k) {
 nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& config,
                        const TraceInfo& trace) {
   nlohmann::json runs = nlohmann::json::array();
+  const RunResult* oracle = find_oracle(results);
   for (const RunResult& r : results) {
     nlohmann::json actions = nlohmann::json::array();
     for (const Decision& d : r.decisions) {
@@ -162,6 +184,16 @@ nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& c
                                   {"fidelity", r.fidelity},
                                   {"kpis", kpis_to_json(r.kpis)},
                                   {"scale_actions_recorded", std::move(actions)}});
+    if (oracle != nullptr) {
+      const Kpis& floor = oracle->kpis;
+      auto ratio = [](double v, double ref) -> nlohmann::json {
+        return ref > 0 ? nlohmann::json(v / ref) : nlohmann::json(nullptr);
+      };
+      runs.back()["vs_oracle"] = nlohmann::json{
+          {"worker_seconds_ratio", ratio(r.kpis.worker_seconds, floor.worker_seconds)},
+          {"seconds_above_slo_excess", r.kpis.seconds_above_slo - floor.seconds_above_slo},
+          {"seconds_above_slo_ratio", ratio(r.kpis.seconds_above_slo, floor.seconds_above_slo)}};
+    }
   }
   nlohmann::json t{{"source", trace.source},
                    {"bins", trace.bins},

@@ -33,7 +33,17 @@ struct TraceInfo {
   static TraceInfo of(const Trace& trace);
 };
 
-// One row per run, one column per KPI (units in the header), aligned.
+// The reference run for "vs oracle" figures: the first run whose policy is "oracle" (see
+// sim/oracle.h: the fewest worker-seconds any policy could have spent), or nullptr.
+const RunResult* find_oracle(const std::vector<RunResult>& results);
+
+// One row per run, one column per KPI (units in the header), aligned. When the runs include the
+// oracle (find_oracle), two more columns compare each run with it:
+//   ws_vs_oracle         worker-seconds / the oracle's, e.g. "1.372x" (the oracle is the floor;
+//                        "n/a" when the oracle spent none)
+//   above_slo_vs_oracle  seconds above the lag SLO minus the oracle's, e.g. "+120": the oracle's
+//                        are the seconds no schedule can avoid (usually 0, so a ratio would mean
+//                        nothing), so this is the avoidable excess
 std::string format_kpi_table(const std::vector<RunResult>& results);
 
 // The KPIs of one run as a JSON object (numbers rounded as described above).
@@ -41,7 +51,10 @@ nlohmann::json kpis_to_json(const Kpis& kpis);
 
 // {"trace": {...}, "sim": SimConfig::to_json(), "runs": [{"label", "policy", "params",
 //  "fidelity", "kpis": {...}, "scale_actions_recorded": [{"t", "from", "to", "reason"}...]}]}
-// (no series: see write_series_csv).
+// (no series: see write_series_csv). With an oracle run (find_oracle) every run also has
+// "vs_oracle": {"worker_seconds_ratio": worker-seconds / the oracle's (null if the oracle's are
+// 0), "seconds_above_slo_excess": seconds above SLO minus the oracle's, "seconds_above_slo_ratio":
+// seconds above SLO / the oracle's (null when the oracle's are 0, the usual case)}.
 nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& config,
                        const TraceInfo& trace);
 

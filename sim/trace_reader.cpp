@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -28,7 +29,27 @@ constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kMaxEpochSeconds = 9'223'372'035;
 // A trace longer than this is refused (a typo in one timestamp would otherwise allocate GBs).
 constexpr std::size_t kMaxBins = 100'000'000;
+// ... and so is one whose gaps dwarf its rows: a file of 3 rows with one mistyped timestamp
+// would still ask for up to kMaxBins bins (800 MB of zeros). A trace of n rows (or events) may
+// span max(kFreeBins, n * kMaxBinsPerRow) bins, capped at kMaxBins.
+constexpr std::size_t kFreeBins = 1'000'000;
+constexpr std::size_t kMaxBinsPerRow = 1'000;
 constexpr std::size_t kNoColumn = static_cast<std::size_t>(-1);
+
+std::size_t max_bins_for(std::size_t rows) {
+  return std::min(kMaxBins, std::max(kFreeBins, rows * kMaxBinsPerRow));
+}
+
+// Why a trace of `rows` rows (or events) may not span `bins` bins.
+std::string too_many_bins(std::size_t rows, uint64_t bins) {
+  const std::size_t limit = max_bins_for(rows);
+  if (limit == kMaxBins) {
+    return "traces longer than " + std::to_string(kMaxBins) + " bins are refused";
+  }
+  return "a trace of " + std::to_string(rows) + " rows may span at most " + std::to_string(limit) +
+         " bins, this one " + std::to_string(bins) +
+         " (mostly empty gaps: is a timestamp mistyped?)";
+}
 
 double to_seconds(int64_t nanos) {
   return static_cast<double>(nanos) / 1e9;
@@ -299,9 +320,11 @@ bool blank(std::string_view line) {
 }
 
 // One CSV file in memory: its header (if any) and a row iterator that checks column counts.
+// Not copyable or movable: body_ points into text_.
 class CsvFile {
  public:
-  explicit CsvFile(std::string path) : path_(std::move(path)), text_(read_whole_file(path_)) {
+  // `path` names the file in errors; `text` is its contents.
+  CsvFile(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
     std::string_view body = text_;
     if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
     body_ = body;
@@ -321,6 +344,8 @@ class CsvFile {
     }
     fail(1, "file is empty");
   }
+  CsvFile(const CsvFile&) = delete;
+  CsvFile& operator=(const CsvFile&) = delete;
 
   const std::string& path() const { return path_; }
   bool has_header() const { return has_header_; }
@@ -565,13 +590,14 @@ int64_t median_step(const CsvFile& file, const Series& series) {
 std::vector<std::size_t> grid_indices(const CsvFile& file, const Series& series, int64_t step) {
   std::vector<std::size_t> index(series.times.size());
   const int64_t t0 = series.times.front();
+  const std::size_t max_bins = max_bins_for(series.times.size());
   for (std::size_t i = 0; i < series.times.size(); ++i) {
     const int64_t offset = series.times[i] - t0;
     const int64_t bins = offset / step + (offset % step >= step - step / 2 ? 1 : 0);
-    if (static_cast<uint64_t>(bins) >= kMaxBins) {
-      file.fail(series.lines[i], "timestamp is " + std::to_string(bins) +
-                                     " bins after the first row; traces longer than " +
-                                     std::to_string(kMaxBins) + " bins are refused");
+    if (static_cast<uint64_t>(bins) >= max_bins) {
+      file.fail(series.lines[i],
+                "timestamp is " + std::to_string(bins) + " bins after the first row; " +
+                    too_many_bins(series.times.size(), static_cast<uint64_t>(bins) + 1));
     }
     index[i] = static_cast<std::size_t>(bins);
     if (i > 0 && index[i] == index[i - 1]) {
@@ -625,7 +651,16 @@ Trace binned_trace(const CsvFile& file, Series series, bool counts, TraceLoadSta
   trace.bin_seconds = to_seconds(step);
   trace.rates.assign(index.back() + 1, 0.0);
   const double divisor = counts ? trace.bin_seconds : 1.0;
-  for (std::size_t i = 0; i < index.size(); ++i) trace.rates[index[i]] = series.values[i] / divisor;
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const double rate = series.values[i] / divisor;
+    // A huge count in a tiny bin (1e308 in 1 ns; a fuzz-contract finding) has no finite rate.
+    if (!std::isfinite(rate)) {
+      file.fail(series.lines[i], "value " + format_number(series.values[i]) + " in a " +
+                                     format_number(trace.bin_seconds) +
+                                     " s bin is not a finite rate (messages/s)");
+    }
+    trace.rates[index[i]] = rate;
+  }
   stats.gap_bins = trace.rates.size() - index.size();
   return trace;
 }
@@ -643,10 +678,11 @@ Trace event_trace(const CsvFile& file, const Series& series, double bin_seconds)
   const auto bin_nanos = static_cast<int64_t>(bin_nanos_real);
   const int64_t start = floor_div(series.times.front(), bin_nanos) * bin_nanos;
   const int64_t last_bin = (series.times.back() - start) / bin_nanos;
-  if (static_cast<uint64_t>(last_bin) >= kMaxBins) {
-    file.fail(series.lines.back(), "the events span " + std::to_string(last_bin + 1) + " bins of " +
-                                       format_number(bin_seconds) + " s; traces longer than " +
-                                       std::to_string(kMaxBins) + " bins are refused");
+  if (static_cast<uint64_t>(last_bin) >= max_bins_for(series.times.size())) {
+    file.fail(series.lines.back(),
+              "the events span " + std::to_string(last_bin + 1) + " bins of " +
+                  format_number(bin_seconds) + " s; " +
+                  too_many_bins(series.times.size(), static_cast<uint64_t>(last_bin) + 1));
   }
   Trace trace;
   trace.source = file.path();
@@ -726,7 +762,9 @@ SeriesLayout gauge_layout(const CsvFile& file, const std::string& metric) {
                     : two_column_layout(file, "a lag or companion recording without __name__");
 }
 
-Trace lag_trace(const CsvFile& lag_file, const TraceLoadOptions& options, TraceLoadStats& stats) {
+// `companion_text`: the companion's contents, or nullopt to read the file options.companion.
+Trace lag_trace(const CsvFile& lag_file, const TraceLoadOptions& options,
+                const std::optional<std::string_view>& companion_text, TraceLoadStats& stats) {
   Series lag = read_series(lag_file, gauge_layout(lag_file, options.metric));
   stats.metric = lag.name;
   stats.data_rows = lag.times.size();
@@ -734,7 +772,9 @@ Trace lag_trace(const CsvFile& lag_file, const TraceLoadOptions& options, TraceL
   stats.blank_lines = lag.blank_lines;
   stats.nan_values = lag.nan_values;
 
-  const CsvFile companion_file(options.companion);
+  const CsvFile companion_file(options.companion, companion_text
+                                                      ? std::string(*companion_text)
+                                                      : read_whole_file(options.companion));
   const Series companion = read_series(companion_file, gauge_layout(companion_file, ""));
   stats.companion_nan_values = companion.nan_values;
   stats.companion_kind = options.companion_kind == "auto"
@@ -797,6 +837,10 @@ Trace lag_trace(const CsvFile& lag_file, const TraceLoadOptions& options, TraceL
       ++stats.clamped_bins;
     }
     trace.rates.push_back(arrived / trace.bin_seconds);
+    if (!std::isfinite(trace.rates.back())) {  // huge lag values or per_worker_rate
+      lag_file.fail(0, "the arrivals reconstructed for the interval at epoch " +
+                           format_number(to_seconds(a)) + " s are not a finite rate");
+    }
   }
   return trace;
 }
@@ -832,9 +876,11 @@ void reject_lag_as_rate(const CsvFile& file, const std::string& name) {
   }
 }
 
-}  // namespace
-
-LoadedTrace load_trace_with_stats(const std::string& path, const TraceLoadOptions& options) {
+// Reads the file `path`, or parses `text` under that name when given (and then the companion
+// from `companion_text`, never from disk).
+LoadedTrace load_or_parse(const std::string& path, const std::optional<std::string_view>& text,
+                          const std::optional<std::string_view>& companion_text,
+                          const TraceLoadOptions& options) {
   if (!valid_format(options.format)) {
     throw TraceError(path, 0,
                      "unknown format " + quoted(options.format) +
@@ -854,7 +900,7 @@ LoadedTrace load_trace_with_stats(const std::string& path, const TraceLoadOption
     throw TraceError(path, 0, "a companion is only used with format lag, not " + options.format);
   }
 
-  const CsvFile file(path);
+  const CsvFile file(path, text ? std::string(*text) : read_whole_file(path));
   LoadedTrace result;
   TraceLoadStats& stats = result.stats;
   stats.format = resolve_format(file, options);
@@ -865,7 +911,7 @@ LoadedTrace load_trace_with_stats(const std::string& path, const TraceLoadOption
   }
 
   if (stats.format == "lag") {
-    result.trace = lag_trace(file, options, stats);
+    result.trace = lag_trace(file, options, companion_text, stats);
     return result;
   }
 
@@ -895,8 +941,25 @@ LoadedTrace load_trace_with_stats(const std::string& path, const TraceLoadOption
   return result;
 }
 
+}  // namespace
+
+LoadedTrace load_trace_with_stats(const std::string& path, const TraceLoadOptions& options) {
+  return load_or_parse(path, std::nullopt, std::nullopt, options);
+}
+
 Trace load_trace(const std::string& path, const TraceLoadOptions& options) {
   return load_trace_with_stats(path, options).trace;
+}
+
+LoadedTrace parse_trace_with_stats(std::string_view text, const std::string& name,
+                                   const TraceLoadOptions& options,
+                                   std::string_view companion_text) {
+  return load_or_parse(name, text, companion_text, options);
+}
+
+Trace parse_trace(std::string_view text, const std::string& name, const TraceLoadOptions& options,
+                  std::string_view companion_text) {
+  return parse_trace_with_stats(text, name, options, companion_text).trace;
 }
 
 Trace compress_time(Trace trace, double speedup) {
@@ -906,6 +969,15 @@ Trace compress_time(Trace trace, double speedup) {
   }
   trace.bin_seconds /= speedup;
   for (double& r : trace.rates) r *= speedup;
+  // (A fuzz-contract finding.) A finite but huge rate (or speedup) overflowed to infinity, and a
+  // tiny bin underflowed to 0, both silently.
+  const bool overflow = std::any_of(trace.rates.begin(), trace.rates.end(),
+                                    [](double r) { return !std::isfinite(r); });
+  if (overflow || !(trace.bin_seconds > 0)) {
+    throw std::invalid_argument("compress_time: speedup " + format_number(speedup) + " makes " +
+                                (overflow ? "a rate of trace " : "the bin width of trace ") +
+                                trace.source + (overflow ? " infinite" : " zero"));
+  }
   return trace;
 }
 
@@ -920,7 +992,12 @@ Trace scale_to_peak(Trace trace, double peak_rate) {
                                 " has no rate above 0 to scale");
   }
   const double factor = peak_rate / current;
-  for (double& r : trace.rates) r = r == current ? peak_rate : r * factor;
+  if (std::isfinite(factor)) {
+    for (double& r : trace.rates) r = r == current ? peak_rate : r * factor;
+  } else {
+    // A tiny peak (5e-324): factor overflows, and 0 * inf would be NaN. r / current <= 1.
+    for (double& r : trace.rates) r = r == current ? peak_rate : r / current * peak_rate;
+  }
   return trace;
 }
 

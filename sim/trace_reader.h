@@ -71,6 +71,9 @@
 //     interpolated like a NaN sample (the lag did not drop to zero), counted in gap_bins.
 //   - Timestamps are placed in bins by rounding (first timestamp + k * bin width), so scrape
 //     jitter is harmless; two rows landing in the same bin are an error.
+//   - Length: a trace of n rows (events: n events) may span at most max(10^6, 1000 n) bins, and
+//     never more than 10^8; longer is an error naming the row (mostly gaps: it takes a
+//     mistyped timestamp, and would allocate up to 800 MB of empty bins).
 //
 // Errors: TraceError with "path:line: what is wrong" (1-based line numbers, the header is line
 // 1) for a malformed row (wrong column count, non-numeric or infinite value, bad timestamp,
@@ -82,6 +85,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "sim/trace.h"
 
@@ -141,9 +145,20 @@ Trace load_trace(const std::string& path, const TraceLoadOptions& options = {});
 // Same, and also says how the file was read (NaN values, gaps, clamps, ...).
 LoadedTrace load_trace_with_stats(const std::string& path, const TraceLoadOptions& options = {});
 
+// The same from memory, for tests and fuzzing: `text` is the file's contents and `name` stands
+// for its path in errors and Trace::source. For a lag trace, `companion_text` is the companion
+// recording's contents (options.companion then only names it in errors). Nothing is read from
+// disk. Throws TraceError.
+LoadedTrace parse_trace_with_stats(std::string_view text, const std::string& name,
+                                   const TraceLoadOptions& options = {},
+                                   std::string_view companion_text = {});
+Trace parse_trace(std::string_view text, const std::string& name,
+                  const TraceLoadOptions& options = {}, std::string_view companion_text = {});
+
 // Replays the trace `speedup` times faster: bin_seconds / speedup, rates * speedup, so every bin
 // (and the whole trace) carries the same number of messages. start_epoch is left alone (it is
-// the recording's wall clock). Throws std::invalid_argument unless speedup is finite and > 0.
+// the recording's wall clock). Throws std::invalid_argument unless speedup is finite and > 0,
+// and if the result would have an infinite rate or a zero bin width.
 Trace compress_time(Trace trace, double speedup);
 
 // Multiplies every rate by one factor so that peak_rate() == peak_rate; the shape, the bin

@@ -515,6 +515,100 @@ const Mutation kMutations[] = {
     {"POST", "/v1/resume", ""},
 };
 
+// Issue #4: every mutation appears in the decision log with source "api", at the clock's time.
+TEST_F(HttpApiTest, PauseAndResumeAreInTheDecisionLogWithTheirReasons) {
+  start();
+  tick();
+  clock.advance(5);  // t = 105
+  Reply r = call("POST", "/v1/pause", R"({"reason": "broker maintenance"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  clock.advance(2);                // t = 107
+  r = call("POST", "/v1/resume");  // no body: no reason
+  ASSERT_EQ(r.status, 200) << r.body;
+
+  r = get("/v1/decisions?limit=3");
+  ASSERT_EQ(r.status, 200);
+  ASSERT_EQ(r.json["decisions"].size(), 3u);
+  const nlohmann::json& paused = r.json["decisions"][1];
+  EXPECT_EQ(paused["source"], "api");
+  EXPECT_EQ(paused["policy"], Controller::kOperatorPolicy);
+  EXPECT_EQ(paused["reason"], "paused by api: broker maintenance");
+  EXPECT_EQ(paused["time"], 105.0);
+  EXPECT_EQ(paused["workers"], 6);  // the size is unchanged
+  EXPECT_EQ(paused["previous_workers"], 6);
+  const nlohmann::json& resumed = r.json["decisions"][2];
+  EXPECT_EQ(resumed["source"], "api");
+  EXPECT_EQ(resumed["reason"], "resumed by api");
+  EXPECT_EQ(resumed["time"], 107.0);
+  // Notes are not decisions: the status still shows the last tick's.
+  const Reply status = get("/v1/status");
+  EXPECT_EQ(status.json["last_decision"]["source"], "policy");
+  EXPECT_EQ(status.json["last_decision"]["time"], 100.0);
+  EXPECT_EQ(status.json["workers"]["desired"], 6);
+}
+
+TEST_F(HttpApiTest, PauseRejectsABadBodyWithoutPausing) {
+  start();
+  struct Case {
+    std::string body;
+    int status;
+    std::string code;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"{\"reason\": ", 400, "invalid_json", ""},
+      {"[1]", 400, "invalid_body", ""},
+      {R"({"reason": 5})", 422, "invalid_field", "reason"},
+      {R"({"why": "x"})", 422, "unknown_field", "why"},
+      {nlohmann::json{{"reason", std::string(2000, 'x')}}.dump(), 422, "invalid_field", "reason"},
+  };
+  for (const char* path : {"/v1/pause", "/v1/resume"}) {
+    for (const Case& c : cases) {
+      const Reply r = call("POST", path, c.body);
+      EXPECT_EQ(r.status, c.status) << path << " " << c.body;
+      EXPECT_EQ(error_code(r), c.code) << path << " " << c.body << " " << r.body;
+      EXPECT_EQ(error_field(r), c.field) << path << " " << c.body;
+    }
+  }
+  std::lock_guard lock(pause_mutex);
+  EXPECT_TRUE(pause_calls.empty());
+  EXPECT_TRUE(controller->recent_decisions(100).empty());
+}
+
+TEST_F(HttpApiTest, RefusedPauseIsNotLogged) {
+  start([](ApiContext& ctx) { ctx.set_paused = {}; });
+  tick();
+  EXPECT_EQ(call("POST", "/v1/pause", R"({"reason": "x"})").status, 501);
+  EXPECT_EQ(call("POST", "/v1/pause", "", std::nullopt).status, 401);
+  const std::vector<Decision> log = controller->recent_decisions(100);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].source, "policy");
+}
+
+TEST_F(HttpApiTest, EveryMutationIsLoggedWithSourceApiAtTheClocksTime) {
+  start();
+  tick();
+  const std::vector<std::pair<Mutation, std::string>> mutations = {
+      {{"PUT", "/v1/override", R"({"workers": 8, "reason": "drill"})"}, "override: pin 8"},
+      {{"DELETE", "/v1/override", ""}, "override cleared"},
+      {{"PUT", "/v1/bounds", R"({"min": 3})"}, "bounds set to [3, 16]"},
+      {{"PUT", "/v1/policy", R"({"name": "static", "params": {"workers": 9}})"},
+       "policy set to static"},
+      {{"POST", "/v1/pause", ""}, "paused by api"},
+      {{"POST", "/v1/resume", ""}, "resumed by api"},
+  };
+  for (const auto& [m, reason] : mutations) {
+    clock.advance(10);
+    const Reply r = call(m.method, m.path, m.body);
+    ASSERT_EQ(r.status, 200) << m.method << " " << m.path << " " << r.body;
+    const std::vector<Decision> last = controller->recent_decisions(1);
+    ASSERT_EQ(last.size(), 1u);
+    EXPECT_EQ(last[0].source, "api") << m.path;
+    EXPECT_DOUBLE_EQ(last[0].time, clock.now()) << m.method << " " << m.path;
+    EXPECT_EQ(last[0].reason.rfind(reason, 0), 0u) << m.path << ": " << last[0].reason;
+  }
+}
+
 TEST_F(HttpApiTest, MutationsNeedTheBearerToken) {
   start();
   for (const Mutation& m : kMutations) {

@@ -1,0 +1,67 @@
+// `lagpilot run --config FILE --print-config` on broken config files: the error names the file
+// and, for JSON that cannot be read, the line and column. Covers read_json_file (cli/), which
+// the GoogleTest suites cannot link; config_fuzzer exercises it too (fuzz/, docs/fuzzing.md).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "child_process.h"
+
+namespace lagpilot {
+namespace {
+
+using testing::run_command;
+using testing::shell_quote;
+
+std::string write_config(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("lagpilot-config-errors-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+testing::CommandResult print_config(const std::string& path) {
+  return run_command(std::string(LAGPILOT_BINARY) + " run --config " + shell_quote(path) +
+                     " --print-config");
+}
+
+TEST(ConfigFileErrors, ValidConfigPrints) {
+  const auto r = print_config(write_config("ok.json", R"({"policy": {"name": "static"}})"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"static\""), std::string::npos) << r.output;
+}
+
+TEST(ConfigFileErrors, SyntaxErrorNamesLineAndColumn) {
+  const std::string path = write_config("syntax.json", "{\n  \"guards\": {\"min_workers\": }\n}\n");
+  const auto r = print_config(path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(path + ":2:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("invalid JSON"), std::string::npos) << r.output;
+}
+
+// Found by fuzzing: a number beyond double is nlohmann's out_of_range, not a parse_error, and
+// was reported without the file's position.
+TEST(ConfigFileErrors, NumberOverflowNamesLineAndColumn) {
+  const std::string path =
+      write_config("overflow.json", "{\n  \"guards\": {\"max_workers\": 1e999}\n}\n");
+  const auto r = print_config(path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(path + ":2:29: invalid JSON: number overflow parsing '1e999'"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(ConfigFileErrors, BadFieldNamesThePath) {
+  const std::string path = write_config("field.json", R"({"guards": {"min_workers": -3}})");
+  const auto r = print_config(path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(path + ": guards.min_workers"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace lagpilot

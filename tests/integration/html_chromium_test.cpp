@@ -1,0 +1,206 @@
+// `lagpilot sim --html` rendered by a real browser: headless Chromium loads the report from a
+// file:// URL, and the test checks the parsed DOM (chart SVGs, KPI table), the browser's console
+// (no messages at all: the page has no scripts, so any console line is an error) and its network
+// log (no request leaves the file). A sanity test first shows that both detectors do fire on a
+// page that logs to the console and fetches from the network, so a pass means something.
+// Skipped (with a message) only when no Chromium binary is installed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "child_process.h"
+
+namespace lagpilot {
+namespace {
+
+using testing::run_command;
+using testing::shell_quote;
+
+const std::string kBinary = LAGPILOT_BINARY;
+const std::string kTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The Chromium binary, or "" when none is installed (LAGPILOT_CHROMIUM overrides).
+std::string find_chromium() {
+  if (const char* env = std::getenv("LAGPILOT_CHROMIUM"); env && *env) return env;
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    auto r = run_command(std::string("command -v ") + name);
+    if (r.exit_code == 0 && !r.output.empty()) {
+      std::string path = r.output.substr(0, r.output.find('\n'));
+      if (!path.empty()) return path;
+    }
+  }
+  return "";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("lagpilot-html-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+struct BrowserLoad {
+  int exit_code = -1;
+  std::string dom;                         // document.documentElement.outerHTML after load
+  std::vector<std::string> console_lines;  // console messages and uncaught errors
+  std::vector<std::string> page_requests;  // network URLs the page asked for
+  bool net_log_read = false;
+  std::string stderr_text;
+};
+
+// Loads `html_path` in headless Chromium with a fresh profile, background networking off and a
+// dead proxy (nothing can actually leave the machine), console logging to stderr and a NetLog.
+BrowserLoad load_in_chromium(const std::string& chromium, const std::string& html_path,
+                             const TempDir& dir) {
+  const std::string dom = dir / "dom.html", err = dir / "stderr.txt", net = dir / "netlog.json";
+  const std::string cmd =
+      "(timeout 60 " + shell_quote(chromium) +
+      " --headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions"
+      " --disable-background-networking --disable-component-update --disable-sync"
+      " --disable-default-apps --proxy-server=127.0.0.1:9"
+      " --enable-logging=stderr --v=0 --user-data-dir=" +
+      shell_quote(dir / "profile") + " --log-net-log=" + shell_quote(net) + " --dump-dom " +
+      shell_quote("file://" + std::filesystem::absolute(html_path).string()) + " >" +
+      shell_quote(dom) + " 2>" + shell_quote(err) + ")";
+  BrowserLoad load;
+  load.exit_code = run_command(cmd).exit_code;
+  load.dom = slurp(dom);
+  load.stderr_text = slurp(err);
+  // Chromium logs console output as "[pid:tid:time:INFO:CONSOLE:line] "message", source: ..."
+  // (older versions: "CONSOLE(line)"); an uncaught exception arrives the same way.
+  static const std::regex kConsole(R"(:CONSOLE[:(]|Uncaught )");
+  std::istringstream lines(load.stderr_text);
+  for (std::string line; std::getline(lines, line);) {
+    if (std::regex_search(line, kConsole)) load.console_lines.push_back(line);
+  }
+  // A request the page made carries the page's (file://) network isolation key; the browser's
+  // own background requests do not.
+  try {
+    const auto log = nlohmann::json::parse(slurp(net));
+    load.net_log_read = log.contains("events");
+    for (const auto& event : log.value("events", nlohmann::json::array())) {
+      const auto params = event.value("params", nlohmann::json::object());
+      if (!params.contains("url") || !params.contains("network_isolation_key")) continue;
+      const std::string url = params["url"].get<std::string>();
+      const std::string key = params["network_isolation_key"].dump();
+      if (key.find("file://") != std::string::npos && url.rfind("file:", 0) != 0 &&
+          url.rfind("data:", 0) != 0) {
+        load.page_requests.push_back(url);
+      }
+    }
+  } catch (const std::exception&) {
+    load.net_log_read = false;
+  }
+  return load;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s + "\n";
+  return out;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+class HtmlChromium : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    chromium_ = find_chromium();
+    if (chromium_.empty()) {
+      GTEST_SKIP() << "chromium not installed (apt-get install chromium, see "
+                      "scripts/install-deps.sh); the HTML report was not checked in a browser";
+    }
+  }
+  std::string chromium_;
+  TempDir dir_;
+};
+
+// The detectors must be able to fire, or the real test would pass vacuously.
+TEST_F(HtmlChromium, DetectorsCatchConsoleErrorsAndNetworkRequests) {
+  const std::string bad = dir_ / "bad.html";
+  std::ofstream(bad) << "<!DOCTYPE html><html><head><title>bad</title>"
+                        "<link rel=\"stylesheet\" href=\"https://example.invalid/x.css\"></head>"
+                        "<body><p id=\"marker\">hi</p><img src=\"http://example.invalid/a.png\">"
+                        "<script>console.error('lagpilot-marker'); notDefined();</script>"
+                        "</body></html>";
+  const BrowserLoad load = load_in_chromium(chromium_, bad, dir_);
+  ASSERT_EQ(load.exit_code, 0) << load.stderr_text;
+  EXPECT_NE(load.dom.find("id=\"marker\""), std::string::npos) << load.dom;
+  const std::string console = join(load.console_lines);
+  EXPECT_NE(console.find("lagpilot-marker"), std::string::npos)
+      << "console.error not seen; stderr:\n"
+      << load.stderr_text;
+  EXPECT_NE(console.find("notDefined"), std::string::npos) << console;
+  ASSERT_TRUE(load.net_log_read) << "no readable NetLog";
+  EXPECT_NE(join(load.page_requests).find("example.invalid/a.png"), std::string::npos)
+      << "image request not seen in the NetLog: " << join(load.page_requests);
+  EXPECT_NE(join(load.page_requests).find("example.invalid/x.css"), std::string::npos);
+}
+
+TEST_F(HtmlChromium, SimReportLoadsWithChartsTableAndNoErrorsOrNetwork) {
+  const std::string report = dir_ / "report.html";
+  auto sim =
+      run_command(kBinary + " sim --trace " + shell_quote(kTraces + "nab_Twitter_volume_AAPL.csv") +
+                  " --speedup 300 --peak-load 1.2 --policy pid,static:8 --threads 2 --html " +
+                  shell_quote(report));
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  const std::string html = slurp(report);
+  ASSERT_FALSE(html.empty());
+  EXPECT_LT(html.size(), 2'000'000u) << "report unexpectedly large";
+
+  const BrowserLoad load = load_in_chromium(chromium_, report, dir_);
+  ASSERT_EQ(load.exit_code, 0) << load.stderr_text;
+  const std::string& dom = load.dom;
+  // The parsed DOM: three chart SVGs sharing one x scale, the KPI table with both policies.
+  for (const char* id : {"chart-arrivals", "chart-lag", "chart-workers", "kpi-table"}) {
+    EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id << " missing";
+  }
+  EXPECT_EQ(count(dom, "<svg"), 3u);
+  EXPECT_EQ(count(dom, "</svg>"), 3u);
+  // One line per policy on the lag and workers panels (+ the arrivals area).
+  EXPECT_EQ(count(dom, "<polyline class=\"run-0"), 2u);
+  EXPECT_EQ(count(dom, "<polyline class=\"run-1"), 2u);
+  EXPECT_EQ(count(dom, "<polygon class=\"arrivals"), 1u);
+  const auto table = dom.substr(dom.find("id=\"kpi-table\""));
+  const auto tbody = table.substr(0, table.find("</table>"));
+  EXPECT_EQ(count(tbody, "<tr"), 3u) << "header + 2 policies";
+  EXPECT_NE(tbody.find(">pid</td>"), std::string::npos);
+  EXPECT_NE(tbody.find(">static:8</td>"), std::string::npos);
+  EXPECT_EQ(dom.find("<script"), std::string::npos);
+
+  EXPECT_TRUE(load.console_lines.empty()) << "console output:\n" << join(load.console_lines);
+  ASSERT_TRUE(load.net_log_read) << "no readable NetLog";
+  EXPECT_TRUE(load.page_requests.empty()) << "network requests:\n" << join(load.page_requests);
+}
+
+}  // namespace
+}  // namespace lagpilot
