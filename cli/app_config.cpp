@@ -34,18 +34,17 @@ nlohmann::json read_json_file(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
-    throw std::runtime_error(where(e.byte) + ": invalid JSON: " +
-                             (pos == std::string::npos ? what : what.substr(pos)));
+    throw std::runtime_error(
+        where(e.byte) + ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
   } catch (const nlohmann::json::out_of_range& e) {
     // A number beyond double ("1e999", found by fuzzing): nlohmann gives no offset, only
     // the text "number overflow parsing '1e999'"; point at the first occurrence of the number.
     std::string what = e.what();
     const auto pos = what.find("number overflow");
     const auto open = what.find('\'');
-    const std::string number =
-        open == std::string::npos || what.size() < open + 2
-            ? ""
-            : what.substr(open + 1, what.size() - open - 2);
+    const std::string number = open == std::string::npos || what.size() < open + 2
+                                   ? ""
+                                   : what.substr(open + 1, what.size() - open - 2);
     const std::size_t at = number.empty() ? std::string::npos : text.find(number);
     throw std::runtime_error((at == std::string::npos ? path : where(at + 1)) + ": invalid JSON: " +
                              (pos == std::string::npos ? what : what.substr(pos)));

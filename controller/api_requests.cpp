@@ -98,8 +98,7 @@ OverrideRequest parse_override_request(std::string_view body, const GuardConfig&
     if (!(request.ttl_seconds > 0)) throw ConfigError("ttl_seconds", "must be > 0");
     r.read("reason", request.reason);
     if (request.reason.size() > kMaxOverrideReasonBytes) {
-      throw ConfigError("reason",
-                        "at most " + std::to_string(kMaxOverrideReasonBytes) + " bytes");
+      throw ConfigError("reason", "at most " + std::to_string(kMaxOverrideReasonBytes) + " bytes");
     }
     r.finish();
     return request;
@@ -153,8 +152,7 @@ std::string parse_pause_request(std::string_view body) {
     r.read("reason", reason);
     r.finish();
     if (reason.size() > kMaxOverrideReasonBytes) {
-      throw ConfigError("reason",
-                        "at most " + std::to_string(kMaxOverrideReasonBytes) + " bytes");
+      throw ConfigError("reason", "at most " + std::to_string(kMaxOverrideReasonBytes) + " bytes");
     }
     return reason;
   });

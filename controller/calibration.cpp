@@ -16,6 +16,9 @@
 namespace lagpilot {
 namespace {
 
+// Standard normal quantile at 0.99, for the lognormal cv estimate.
+constexpr double kZ99 = 2.3263478740408408;
+
 std::string printf_text(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);

@@ -225,8 +225,8 @@ struct CalibrationProgress {
 //      sample (N, X) for the fit;
 //   3. the row: throughput = completed in the steady part / its length (clock time), p50/p99
 //      and mean busy workers from the pool window, dryness and starvation flags.
-// Then the USL is fitted to all slices (UslFit::fit, min 1 distinct count: with one or two
-// sizes only lambda (and sigma) are fitted; a warning says so), each row gets its fitted
+// Then the USL is fitted to all slices (UslFit::fit, min 1 distinct count: one size fits lambda
+// alone, two at most lambda and one of sigma, kappa; a warning says so), each row gets its fitted
 // throughput and its efficiency X(N) / (N x base rate), and the rate limit is the largest
 // step's throughput x (1 - headroom). Warnings: an unsaturated or starved step; a peak before
 // the largest step (more workers lowered throughput); too few steps for the full curve.
@@ -268,8 +268,5 @@ class Calibrator {
   Sleeper sleep_;
   ProgressCallback progress_;
 };
-
-// Standard normal quantile at 0.99, for the lognormal cv estimate.
-inline constexpr double kZ99 = 2.3263478740408408;
 
 }  // namespace lagpilot

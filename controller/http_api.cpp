@@ -192,19 +192,19 @@ struct HttpApi::Impl {
                  send_json(res, 200, status());
                }));
 
-    server.Get(
-        "/v1/decisions", guarded([this](const httplib::Request& req, httplib::Response& res) {
-          std::size_t limit = std::min(kDefaultDecisionLimit, ctx.decision_history);
-          if (req.has_param("limit")) {
-            limit = parse_decision_limit(req.get_param_value("limit"), ctx.decision_history);
-          }
-          nlohmann::json list = nlohmann::json::array();
-          for (const Decision& d : ctx.controller.recent_decisions(limit)) {
-            list.push_back(decision_json(d));
-          }
-          const std::size_t count = list.size();
-          send_json(res, 200, {{"decisions", std::move(list)}, {"count", count}});
-        }));
+    server.Get("/v1/decisions",
+               guarded([this](const httplib::Request& req, httplib::Response& res) {
+                 std::size_t limit = std::min(kDefaultDecisionLimit, ctx.decision_history);
+                 if (req.has_param("limit")) {
+                   limit = parse_decision_limit(req.get_param_value("limit"), ctx.decision_history);
+                 }
+                 nlohmann::json list = nlohmann::json::array();
+                 for (const Decision& d : ctx.controller.recent_decisions(limit)) {
+                   list.push_back(decision_json(d));
+                 }
+                 const std::size_t count = list.size();
+                 send_json(res, 200, {{"decisions", std::move(list)}, {"count", count}});
+               }));
 
     server.Put(
         "/v1/override", mutation([this](const httplib::Request& req, httplib::Response& res) {
@@ -232,22 +232,22 @@ struct HttpApi::Impl {
                     {{"cleared", had}, {"override", nullptr}, {"effective", "next tick"}});
         }));
 
-    server.Put(
-        "/v1/bounds", mutation([this](const httplib::Request& req, httplib::Response& res) {
-          const GuardConfig g = ctx.controller.guard_config();
-          const BoundsRequest request = parse_bounds_request(req.body, g);
-          const int min = request.min_workers;
-          const int max = request.max_workers;
-          ctx.controller.set_bounds(min, max, ctx.clock.now());
-          spdlog::info("http api: bounds set to [{}, {}] from {}", min, max, req.remote_addr);
-          send_json(res, 200,
-                    {{"bounds",
-                      {{"min", min},
-                       {"max", max},
-                       {"hard_min", g.hard_min_workers},
-                       {"hard_max", g.hard_max_workers}}},
-                     {"effective", "next tick"}});
-        }));
+    server.Put("/v1/bounds", mutation([this](const httplib::Request& req, httplib::Response& res) {
+                 const GuardConfig g = ctx.controller.guard_config();
+                 const BoundsRequest request = parse_bounds_request(req.body, g);
+                 const int min = request.min_workers;
+                 const int max = request.max_workers;
+                 ctx.controller.set_bounds(min, max, ctx.clock.now());
+                 spdlog::info("http api: bounds set to [{}, {}] from {}", min, max,
+                              req.remote_addr);
+                 send_json(res, 200,
+                           {{"bounds",
+                             {{"min", min},
+                              {"max", max},
+                              {"hard_min", g.hard_min_workers},
+                              {"hard_max", g.hard_max_workers}}},
+                            {"effective", "next tick"}});
+               }));
 
     server.Put("/v1/policy", mutation([this](const httplib::Request& req, httplib::Response& res) {
                  PolicyRequest request = parse_policy_request(req.body);

@@ -36,8 +36,8 @@ inline std::string check_api_error(const ApiError& e, std::string_view parser) {
   // The server sends it like this (invalid UTF-8 replaced); it must not throw.
   nlohmann::json error = {{"code", e.code}, {"message", e.message}};
   if (!e.field.empty()) error["field"] = e.field;
-  const std::string text =
-      nlohmann::json{{"error", error}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = nlohmann::json{{"error", error}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.empty()) return where + "empty error body";
   return "";
 }

@@ -61,8 +61,7 @@ inline std::string check_config_json(const nlohmann::json& j) {
 
   try {
     const GuardConfig guards = GuardConfig::from_json(j, "guards");
-    if (guards.min_workers > guards.max_workers ||
-        guards.min_workers < guards.hard_min_workers ||
+    if (guards.min_workers > guards.max_workers || guards.min_workers < guards.hard_min_workers ||
         guards.max_workers > guards.hard_max_workers) {
       return "GuardConfig accepted bounds outside its limits: " + dump_json(guards.to_json());
     }
@@ -86,8 +85,8 @@ inline std::string check_config_json(const nlohmann::json& j) {
     for (int workers : {1, 2, 4, 16, 64, 1024}) {
       const double capacity = model.capacity(workers);
       if (!std::isfinite(capacity) || !(capacity > 0)) {
-        return "SimConfig model: capacity(" + std::to_string(workers) + ") = " +
-               std::to_string(capacity) + " for " + dump_json(out);
+        return "SimConfig model: capacity(" + std::to_string(workers) +
+               ") = " + std::to_string(capacity) + " for " + dump_json(out);
       }
     }
     for (double q : {0.01, 0.5, 0.99}) {

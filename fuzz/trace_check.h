@@ -99,8 +99,7 @@ inline std::string check_trace_input(std::string_view data) {
     }
   }
   const TraceLoadStats& s = loaded.stats;
-  if (s.format != "rate" && s.format != "prometheus" && s.format != "events" &&
-      s.format != "lag") {
+  if (s.format != "rate" && s.format != "prometheus" && s.format != "events" && s.format != "lag") {
     return "stats.format " + s.format;
   }
   if (in.options.format != "auto" && s.format != in.options.format) {
@@ -122,7 +121,9 @@ inline std::string check_trace_input(std::string_view data) {
   }
   if (t.peak_rate() > 0) {
     const Trace scaled = scale_to_peak(t, 1000.0);
-    if (scaled.peak_rate() != 1000.0) return "scale_to_peak peak " + std::to_string(scaled.peak_rate());
+    if (scaled.peak_rate() != 1000.0) {
+      return "scale_to_peak peak " + std::to_string(scaled.peak_rate());
+    }
     for (double r : scaled.rates) {
       if (!std::isfinite(r) || r < 0 || r > 1000.0) {
         return "scale_to_peak gave rate " + std::to_string(r);

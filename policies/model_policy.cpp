@@ -18,6 +18,10 @@ constexpr double kMaxWorkers = 1e6;
 // fraction of an average worker's throughput. At 0.9 N* the USL curve's marginal efficiency
 // is about 0.1 (for sigma, kappa in the usual ranges), at N* it is 0.
 constexpr double kProbeEfficiency = 0.25;
+// A sample into a bin holding less than this weight refits at once; otherwise the fit is
+// refreshed every kRefitEvery samples.
+constexpr double kThinBin = 30.0;
+constexpr int kRefitEvery = 10;
 // Worker counts of the pseudo-samples that stand for a seed curve.
 constexpr double kSeedWorkers[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 
@@ -188,12 +192,17 @@ void ModelPolicy::learn(const Observation& obs) {
   const bool saturated = queued || busy >= params_.saturated_fraction * pool;
   const double concurrency = queued ? busy : std::min(busy + 1.0, pool);
   const double weight = saturated ? 1.0 : params_.unsaturated_weight;
+  const double held = fit_.bin_weight(concurrency);
   if (!fit_.add({concurrency, processed * concurrency / busy, weight})) return;
   ++learned_ticks_;
-  refresh_fit();
+  // Refitting costs tens of microseconds, most ticks of a long simulation learn, and one more
+  // sample in a well-filled bin barely moves the curve: refit at once for a new or thin bin,
+  // else every kRefitEvery samples.
+  if (held < kThinBin || ++since_refit_ >= kRefitEvery) refresh_fit();
 }
 
 void ModelPolicy::refresh_fit() {
+  since_refit_ = 0;
   model_ = fit_.model();
   const UslModel& full = fit_.full_model();
   full_peak_ = full.valid ? full.peak_workers() : kInf;

@@ -31,8 +31,9 @@ struct ModelParams {
   // Learn from a tick only when at least this many workers were busy on average (> 0): below
   // one worker the rate of a tick is mostly noise.
   double min_busy_workers = 1.0;
-  // A tick is saturated when busy_workers >= saturated_fraction x current_workers, in (0, 1]:
-  // the whole pool was at work, and the tick measured its capacity directly.
+  // A tick is saturated when busy_workers >= saturated_fraction x current_workers (or messages
+  // were queued throughout its window), in (0, 1]: the pool was at work, and the tick measured
+  // its capacity directly.
   double saturated_fraction = 0.9;
   // The weight of an unsaturated tick relative to a saturated one, in (0, 1]: its concurrency
   // is inferred (see the class comment), good to a few per cent, where a saturated tick is
@@ -46,8 +47,9 @@ struct ModelParams {
   // Distinct worker counts measured before the fitted curve is trusted, in [1, 64]; with fewer,
   // the fallback rule (see the class comment) decides.
   int min_distinct_workers = 3;
-  // Never grow past ceil(max_extrapolation x the largest concurrency measured) (and at least
-  // one worker past it): the curve is not trusted far beyond its data, >= 1.
+  // Largest step into unmeasured worker counts, as a factor of the largest concurrency
+  // measured (scaled down as the curve flattens; at least one worker), >= 1: the curve is not
+  // trusted far beyond its data.
   double max_extrapolation = 1.5;
   // A concurrency counts as measured for max_extrapolation only once it was seen on at least
   // this many ticks' worth of weight (saturated ticks; unsaturated ones count
@@ -72,19 +74,17 @@ struct ModelParams {
 //
 // Learning. Every tick with at least min_busy_workers busy workers on average gives a point of
 // the capacity curve: processed_rate / busy_workers is the true rate per worker (DS2's
-// "processed over useful time"), whatever the load, and warming or idle workers do not bias it.
-// That rate holds at the concurrency a busy worker sees, which is more than the mean busy
-// count b (busy periods cluster; a message starting on an idle worker finds b others busy on
-// average): c = min(b + 1, pool). The point is (c, c x processed_rate / b). A window that
-// starts and ends with messages queued (Observation::queue_depth > 0 at this tick and the one
-// before) had every productive worker busy throughout: idle ones were still warming up, and
-// c = b exactly. A saturated tick (queued so, or b >=
-// saturated_fraction x pool) weighs 1, an unsaturated one unsaturated_weight: its inferred
-// concurrency is good to a few per cent, the saturated one is exact.
-// UslFit aggregates the points per worker count with forgetting and fits the Universal
-// Scalability Law X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) (see usl_fit.h).
-// Ticks with a repeated or earlier time teach nothing, nor does the first tick after the pool
-// changed size (its window straddles the change).
+// "processed over useful time") whatever the load, and warming or idle workers do not bias it.
+// That rate holds at the concurrency a busy worker sees, which exceeds the mean busy count b
+// (busy periods cluster: a message starting on an idle worker finds b others busy on average),
+// so the point is (c, c x processed_rate / b) with c = min(b + 1, pool). A window that starts
+// and ends with messages queued (Observation::queue_depth > 0 at this tick and the one before)
+// had every productive worker busy throughout (idle ones were still warming up): c = b exactly.
+// Saturated ticks (queued so, or b >= saturated_fraction x pool) weigh 1, the others
+// unsaturated_weight: their concurrency is inferred, good to a few per cent. Ticks with a
+// repeated or earlier time teach nothing, nor does the first tick after the pool changed size
+// (its window straddles the change). UslFit (usl_fit.h) aggregates the points per worker count
+// with forgetting and fits X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)).
 //
 // Sizing. demand D = arrival_rate + lag / catch_up_seconds. The curve in use is the fit once it
 // has min_distinct_workers distinct worker counts. Before that (the fallback) it is the partial
@@ -93,22 +93,22 @@ struct ModelParams {
 // saturated, measures the new size.
 //   need    = the real N with X(N) = D / target_utilization (UslModel::workers_for)
 //   cap     = floor(peak_fraction x N*) with the fit; in the fallback, the measured count of
-//             highest throughput when a larger count measured less (past the peak)
+//             highest throughput when a larger count measured clearly less (past the peak)
 //   peak    = floor(N*) with the fit; in the fallback, the cap
 //   probe   : when the measured throughput at the largest well-measured concurrency (see
 //             explore) beats the next one down by more than two standard errors and by at
-//             least a quarter of an average worker per added worker, the data say the peak is
-//             not there yet, whatever the fit says (noise at a few small counts can pass for a
-//             peak): cap and peak are raised to that concurrency + 1
+//             least a quarter of an average worker per added worker, the peak is not there
+//             yet, whatever the fit says (noise at a few small counts can pass for a peak):
+//             cap and peak are raised to that concurrency + 1
 //   explore = max(current, min(max(largest + 1, ceil(g x largest)),
-//                              floor(peak_fraction x N*full)))   (largest + 1 when probing)
-//             where largest is the largest concurrency measured on at least
-//             explore_after_ticks ticks, g = 1 + (max_extrapolation - 1) x e with e the marginal
-//             efficiency there (X'(n) / (X(n) / n) on the three-parameter fit: what one more
-//             worker adds over what the average one does, 1 for linear scaling, 0 at a peak),
-//             and N*full the peak of the
-//             three-parameter fit (UslFit::full_model(): it sees a peak coming before the model
-//             selection admits kappa). Steps into the unmeasured shrink as the curve flattens.
+//                              floor(peak_fraction x N*full)))    (largest + 1 when probing)
+//             largest: the largest concurrency measured on explore_after_ticks ticks' worth;
+//             g = 1 + (max_extrapolation - 1) x e, e the marginal efficiency there on the
+//             three-parameter fit, X'(n) / (X(n) / n) (1 for linear scaling, 0 at a peak);
+//             N*full: the peak of the three-parameter fit (UslFit::full_model(), which sees a
+//             peak coming before the model selection admits kappa). So the first scale-ups are
+//             geometric steps (x1.5 for linear scaling), each waiting until the new size is
+//             measured, shrinking as the curve bends: the curve is not trusted beyond its data.
 //   up      = min(ceil(need), cap, explore)
 //   current < up                                  -> up
 //   current > peak                                -> cap (between cap and peak: a band, so
@@ -116,9 +116,7 @@ struct ModelParams {
 //   D / X(current) < scale_down_utilization       -> up (shrink)
 //   otherwise                                     -> current (inside the band: hold)
 // and the result is clamped to [obs.min_workers, obs.max_workers]. With no point at all yet,
-// the pool is held as it is. The exploration bound makes the first scale-ups geometric steps
-// (x1.5), each waiting for the pool to be measured busy at its new size before the next: the
-// curve is not trusted far beyond its data.
+// the pool is held as it is.
 class ModelPolicy : public Policy {
  public:
   explicit ModelPolicy(ModelParams params = {});
@@ -130,9 +128,8 @@ class ModelPolicy : public Policy {
   nlohmann::json params() const override;
   // mode ("fit", "fallback", "none"), the fit (UslModel::to_json keys), demand,
   // needed_workers (null: beyond the peak), cap and peak_limit (null: none), explore_limit,
-  // probing, marginal_efficiency,
-  // utilization (of the current pool, predicted; null without a curve), workers,
-  // learned_ticks.
+  // probing, marginal_efficiency, utilization (of the current pool, predicted; null without a
+  // curve), workers, learned_ticks.
   nlohmann::json state() const override;
 
   // The curve fitted so far (valid once at least one tick was learned).
@@ -144,7 +141,7 @@ class ModelPolicy : public Policy {
 
   ModelParams params_;
   UslFit fit_;
-  UslModel model_;  // fit_.model() after the last learn()
+  UslModel model_;  // fit_.model() at the last refresh_fit()
   bool learned_any_time_ = false;
   double last_learn_time_ = 0.0;
   int last_pool_ = -1;                // current_workers at the last learned-from tick
@@ -158,6 +155,7 @@ class ModelPolicy : public Policy {
   double measured_efficiency_ = 1.0;  // from the two top bins; see refresh_fit()
   bool probing_ = false;              // this tick's cap is a probe past the fitted peak
   int64_t learned_ticks_ = 0;
+  int since_refit_ = 0;  // samples added since refresh_fit()
   // Last decision, for state().
   std::string mode_ = "none";
   double demand_ = 0.0;

@@ -358,6 +358,12 @@ bool UslFit::add(const UslSample& s) {
   return true;
 }
 
+double UslFit::bin_weight(double workers) const {
+  if (!usable(workers, 1.0, 1.0)) return 0.0;
+  const auto it = bins_.find(std::max(1L, std::lround(workers)));
+  return it == bins_.end() ? 0.0 : it->second.weight;
+}
+
 void UslFit::clear() {
   bins_.clear();
   model_ = full_model_ = UslModel{};

@@ -130,6 +130,8 @@ class UslFit {
   // The bins, in increasing worker count.
   std::vector<UslPoint> points() const;
   int distinct_workers() const { return static_cast<int>(bins_.size()); }
+  // The weight held for the count `workers` rounds to (0 when none, or for unusable input).
+  double bin_weight(double workers) const;
   const UslFitOptions& options() const { return options_; }
 
   // Batch fit (no forgetting): aggregates the samples as add() does, then fits. Unusable

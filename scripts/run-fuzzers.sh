@@ -21,7 +21,8 @@ read -r -a extra <<<"${FUZZ_ARGS:-}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/lagpilot-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 artifacts=$build/fuzz/artifacts
-common=(-rss_limit_mb=2048 -timeout=10 -max_len=4096)
+# No -max_len here: libFuzzer would cut kept inputs to it when replaying them.
+common=(-rss_limit_mb=2048 -timeout=10)
 
 fail() {  # target, log, message
   echo "run-fuzzers: $1: $3" >&2
@@ -61,7 +62,7 @@ for target in $targets; do
   if [ -d "$root/fuzz/corpus/$target" ]; then cp -R "$root/fuzz/corpus/$target/." "$work/corpus-$target/"; fi
   dict=()
   [ -f "$root/fuzz/$target.dict" ] && dict=(-dict="$root/fuzz/$target.dict")
-  "$bin" "${common[@]}" "${dict[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+  "$bin" "${common[@]}" "${dict[@]}" -max_len=4096 -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$work/$target-" "${extra[@]}" "$work/corpus-$target" >"$log" 2>&1 ||
     fail "$target" "$log" "fuzzing found a failure"
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

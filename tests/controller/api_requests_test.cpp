@@ -58,8 +58,8 @@ TEST(ApiRequests, FuzzFindings) {
 
   // A NUL in an unknown key cut ConfigError::what() short: empty message, wrong code.
   const GuardConfig guards;
-  const ApiError top = error_of(
-      [&] { parse_override_request(R"({"workers": 8, "\u0000conds": 1})", guards); });
+  const ApiError top =
+      error_of([&] { parse_override_request(R"({"workers": 8, "\u0000conds": 1})", guards); });
   EXPECT_EQ(top.code, "unknown_field");
   EXPECT_EQ(top.message, "\\u0000conds: unknown key");
   EXPECT_EQ(top.field, std::string("\0conds", 6));
@@ -96,8 +96,7 @@ TEST(ApiRequests, Override) {
   EXPECT_EQ(unknown.field, "ttl");
   const std::string long_reason = std::string(kMaxOverrideReasonBytes + 1, 'r');
   EXPECT_EQ(error_of([&] {
-              parse_override_request(R"({"workers": 8, "reason": ")" + long_reason + "\"}",
-                                     guards);
+              parse_override_request(R"({"workers": 8, "reason": ")" + long_reason + "\"}", guards);
             }).field,
             "reason");
 }

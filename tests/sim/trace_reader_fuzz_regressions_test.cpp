@@ -71,8 +71,7 @@ TEST(TraceReaderFuzzRegressions, MostlyGapTraceIsRefusedNamingTheRow) {
   events.format = "events";
   const std::string event_error =
       parse_error("timestamp,x,y\n0,1,1\n1,1,1\n20000000,1,1\n", events);
-  EXPECT_NE(event_error.find("mem.csv:4: the events span 20000001 bins of 1 s"),
-            std::string::npos)
+  EXPECT_NE(event_error.find("mem.csv:4: the events span 20000001 bins of 1 s"), std::string::npos)
       << event_error;
 }
 
@@ -88,9 +87,10 @@ TEST(TraceReaderFuzzRegressions, SparseButPlausibleTracesStillLoad) {
   const Trace sparse = parse_trace(text, "mem.csv");
   EXPECT_EQ(sparse.rates.size(), 2000000u);
   // ... but not one more row 3,000 bins further (2002 rows: 2,002,000 bins at most).
-  EXPECT_NE(parse_error(text + "2003000,1\n").find("mem.csv:2003: timestamp is 2003000 bins "
-                                                   "after the first row; a trace of 2002 rows "
-                                                   "may span at most 2002000 bins"),
+  EXPECT_NE(parse_error(text + "2003000,1\n")
+                .find("mem.csv:2003: timestamp is 2003000 bins "
+                      "after the first row; a trace of 2002 rows "
+                      "may span at most 2002000 bins"),
             std::string::npos);
 }
 
