@@ -14,6 +14,7 @@
 
 #include "cli/app_config.h"
 #include "cli/commands.h"
+#include "cli/trace_options.h"
 #include "policies/policy_factory.h"
 #include "sim/html_report.h"
 #include "sim/oracle.h"
@@ -134,40 +135,24 @@ std::vector<sim::RunResult> run_all(const sim::Trace& trace, const std::vector<P
 CommandMain add_sim_command(CLI::App& app) {
   struct Options {
     std::string trace;
-    sim::TraceLoadOptions load;
     std::vector<std::string> policies{"pid,threshold,hpa,keda,static:16,oracle"};
     std::string config_path;
     uint64_t seed = 0;
     bool seed_set = false;
-    double speedup = 1.0;
-    double peak_load = 0.0;
-    std::string fidelity;
-    double tick = 0.0;
-    int64_t slo = -1;
     std::string json_out, csv_out;
     std::string html_out;
     int threads = 0;
   };
   auto o = std::make_shared<Options>();
+  auto trace_options = std::make_shared<TraceOptions>();
+  auto overrides = std::make_shared<SimOverrides>();
   app.add_option("--trace", o->trace, "Trace file (see README: formats)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--format", o->load.format, "Trace format")
-      ->check(CLI::IsMember({"auto", "rate", "prometheus", "events", "lag"}))
-      ->capture_default_str();
-  app.add_option("--metric", o->load.metric, "Prometheus export: the __name__ to use");
-  app.add_option("--event-bin", o->load.event_bin_seconds,
-                 "One-row-per-event traces: bin width, seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--companion", o->load.companion,
-                 "Lag recordings: the worker-count or processed-rate recording")
-      ->check(CLI::ExistingFile);
-  app.add_option("--per-worker-rate", o->load.per_worker_rate,
-                 "Lag + worker-count recordings: messages/s of one worker")
-      ->check(CLI::PositiveNumber);
+  add_trace_options(app, trace_options);
   app.add_option("--policy", o->policies,
-                 "Comma-separated policy specs: NAME, static:N, NAME:key=value,...; "
+                 "Comma-separated policy specs: NAME (static, threshold, pid, hpa, keda, "
+                 "model), static:N, NAME:key=value,...; "
                  "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
                  "'oracle-replay' its schedule through the simulator")
       ->capture_default_str();
@@ -176,18 +161,7 @@ CommandMain add_sim_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   app.add_option("--seed", o->seed, "Random seed (same seed, same output)")
       ->each([o](const std::string&) { o->seed_set = true; });
-  app.add_option("--speedup", o->speedup, "Compress the trace's time by this factor")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--peak-load", o->peak_load,
-                 "Scale rates so the peak is this multiple of the capacity at max workers")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--fidelity", o->fidelity, "message, batch or auto (config: sim.fidelity)")
-      ->check(CLI::IsMember({"message", "batch", "auto"}));
-  app.add_option("--tick", o->tick, "Control tick, seconds (config: sim.tick_seconds)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--slo", o->slo, "Lag SLO, messages (config: sim.lag_slo; default 10000)")
-      ->check(CLI::NonNegativeNumber);
+  add_sim_overrides(app, overrides);
   app.add_option("--json", o->json_out, "Write the results as JSON to this file ('-': stdout)");
   app.add_option("--csv", o->csv_out, "Write the time series as CSV to this file ('-': stdout)");
   app.add_option("--html", o->html_out,
@@ -196,7 +170,7 @@ CommandMain add_sim_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
-  return [o]() -> int {
+  return [o, trace_options, overrides]() -> int {
     AppConfig cfg = o->config_path.empty() ? AppConfig{} : AppConfig::load(o->config_path);
     sim::SimConfig sc;
     try {
@@ -205,9 +179,7 @@ CommandMain add_sim_command(CLI::App& app) {
       throw std::runtime_error(o->config_path + ": " + e.what());
     }
     if (o->seed_set) sc.seed = o->seed;
-    if (!o->fidelity.empty()) sc.fidelity = o->fidelity;
-    if (o->tick > 0) sc.tick_seconds = o->tick;
-    if (o->slo >= 0) sc.lag_slo = o->slo;
+    overrides->apply(sc);
     sc.record_series = !o->csv_out.empty() || !o->html_out.empty();
 
     std::vector<PolicySpec> specs;
@@ -230,17 +202,8 @@ CommandMain add_sim_command(CLI::App& app) {
     }
     if (order.empty()) throw ConfigError("--policy", "no policy given");
 
-    sim::Trace trace = sim::load_trace(o->trace, o->load);
     sim::TraceInfo info;
-    if (o->speedup != 1.0) trace = sim::compress_time(std::move(trace), o->speedup);
-    double peak = 0;
-    if (o->peak_load > 0) {
-      peak = o->peak_load * sc.model.capacity(cfg.guards.max_workers);
-      trace = sim::scale_to_peak(std::move(trace), peak);
-    }
-    info = sim::TraceInfo::of(trace);
-    info.notes = {{"speedup", o->speedup}};
-    if (peak > 0) info.notes["peak_load"] = o->peak_load;
+    const sim::Trace trace = load_scaled_trace(o->trace, *trace_options, sc, cfg.guards, &info);
     // --html alone: keep at most ~20k series points per run (the page draws ~2k per line anyway;
     // the KPIs still use every tick), so a long trace stays small in memory and on disk.
     if (!o->html_out.empty() && o->csv_out.empty() && sc.series_interval_seconds == 0) {

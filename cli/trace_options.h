@@ -1,7 +1,7 @@
 #pragma once
-// Command-line options shared by the subcommands that replay traces (`lagpilot tune`; `sim` has
-// the same options and may move to these): how to read a trace file, how to scale it, and the
-// simulator settings that can be overridden from the command line.
+// Command-line options shared by the subcommands that replay traces (`lagpilot sim` and
+// `lagpilot tune`): how to read a trace file, how to scale it, and the simulator settings that
+// can be overridden from the command line.
 //
 // Thread-safety: call add_* while building the CLI and the rest from the command's thread.
 

@@ -16,7 +16,9 @@
 //   PUT    /v1/bounds          {"min": 4, "max": 16} (either may be omitted: it keeps its value)
 //   PUT    /v1/policy          {"name": "pid", "params": {...}}: validated like the config file
 //                              (make_policy); the controller uses it from its next tick
-//   POST   /v1/pause, /v1/resume   operator pause of consumption (ApiContext::set_paused)
+//   POST   /v1/pause, /v1/resume   operator pause of consumption (ApiContext::set_paused); an
+//                              optional body {"reason": "..."} goes into the log and the
+//                              decision log
 //
 // Mutations (PUT, DELETE, POST) need `Authorization: Bearer <token>`; the token is compared in
 // constant time. 401 when the header is missing or wrong, 403 when no token is configured (the

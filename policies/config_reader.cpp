@@ -15,6 +15,23 @@ using text::num;
 
 }  // namespace
 
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 JsonObjectReader::JsonObjectReader(const nlohmann::json& object, std::string path)
     : object_(object), path_(std::move(path)) {
   if (!object_.is_object()) {

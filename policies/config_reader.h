@@ -11,16 +11,22 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace lagpilot {
 
+// `text` with control characters shown as \xNN, so that a key or value holding a NUL or an
+// escape sequence cannot cut short or garble an error message or a terminal.
+std::string printable(std::string_view text);
+
 class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string path, const std::string& what)
-      : std::runtime_error(path.empty() ? what : path + ": " + what), path_(std::move(path)) {}
+      : std::runtime_error(printable(path.empty() ? what : path + ": " + what)),
+        path_(std::move(path)) {}
   // The JSON path of the offending field ("" for the document root).
   const std::string& path() const { return path_; }
 

@@ -14,14 +14,14 @@
 
 namespace lagpilot {
 
-// The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda".
+// The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda", "model".
 std::vector<std::string> policy_names();
 
 // Builds the named policy from its params object (null or {} means all defaults). `path` is
 // where the params sit in the document; errors name the field below it
 // ("policy.params.kp: must be >= 0, got -1"), an unknown key included. An unknown name is a
 // ConfigError on the sibling "name" path ("policy.name: unknown policy \"foo\"; valid names:
-// static, threshold, pid, hpa, keda").
+// static, threshold, pid, hpa, keda, model").
 std::unique_ptr<Policy> make_policy(const std::string& name, const nlohmann::json& params,
                                     const std::string& path = "policy.params");
 
@@ -37,7 +37,7 @@ struct PolicySpec {
 };
 
 // Parses a command-line spec:
-//   NAME                      defaults: "pid", "threshold", "hpa", "keda", "static"
+//   NAME                      defaults: "pid", "threshold", "hpa", "keda", "static", "model"
 //   static:N                  shorthand for static with workers N ("static:16")
 //   NAME:key=value[,key=value...]
 //                             params; each value is JSON (number, true/false, [..], {..}) or

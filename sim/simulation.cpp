@@ -178,8 +178,7 @@ class ArrivalGenerator {
 // The Sampler and Actuator the Controller sees: the model, observed like a real consumer.
 class SimulatedConsumer final : public Sampler, public Actuator {
  public:
-  SimulatedConsumer(ConsumerModel& model, double tick_seconds, int partitions)
-      : model_(model), tick_seconds_(tick_seconds), partitions_(partitions) {}
+  SimulatedConsumer(ConsumerModel& model, int partitions) : model_(model), partitions_(partitions) {}
 
   Observation sample(double now) override {
     now_ = now;
@@ -221,7 +220,6 @@ class SimulatedConsumer final : public Sampler, public Actuator {
 
  private:
   ConsumerModel& model_;
-  double tick_seconds_;
   int partitions_;
   double now_ = 0.0;
   double previous_time_ = 0.0;
@@ -238,11 +236,14 @@ void check_trace(const Trace& trace) {
   if (!(trace.bin_seconds > 0.0) || !std::isfinite(trace.bin_seconds)) {
     throw std::invalid_argument("trace '" + trace.source + "': bin_seconds must be > 0");
   }
+  // A billion messages/s is far beyond any consumer group; past it, arrival counts drawn per
+  // bin would no longer fit the simulator's 64-bit counters.
+  constexpr double kMaxRate = 1e9;
   for (std::size_t i = 0; i < trace.rates.size(); ++i) {
-    if (!(trace.rates[i] >= 0.0) || !std::isfinite(trace.rates[i])) {
+    if (!(trace.rates[i] >= 0.0) || !(trace.rates[i] <= kMaxRate)) {
       throw std::invalid_argument("trace '" + trace.source + "': bin " + std::to_string(i) +
                                   " has rate " + std::to_string(trace.rates[i]) +
-                                  " (must be finite and >= 0)");
+                                  " (must be between 0 and 1e9 messages/s)");
     }
   }
 }
@@ -330,7 +331,7 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
   ConsumerModel model(config.model, config.initial_workers,
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
   ArrivalGenerator arrivals(trace, config.seed, batch, config.batch_size);
-  SimulatedConsumer consumer(model, tick, config.partitions);
+  SimulatedConsumer consumer(model, config.partitions);
   Controller controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/16);
 
   Kpis& k = result.kpis;

@@ -61,7 +61,7 @@ std::string format_number(double x) {
   return buf;
 }
 
-std::string quoted(std::string_view s) {
+std::string in_quotes(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   out += '\'';
@@ -504,8 +504,8 @@ Series read_series(const CsvFile& file, const SeriesLayout& layout) {
           } else if (name != series.name) {
             if (layout.metric.empty()) {
               throw TraceError(path, line,
-                               "the file holds several metrics (" + quoted(series.name) +
-                                   " from line " + std::to_string(name_line) + ", " + quoted(name) +
+                               "the file holds several metrics (" + in_quotes(series.name) +
+                                   " from line " + std::to_string(name_line) + ", " + in_quotes(name) +
                                    " here); choose one with the metric option");
             }
             if (other_names.size() < 10 &&
@@ -520,19 +520,19 @@ Series read_series(const CsvFile& file, const SeriesLayout& layout) {
         int64_t nanos = 0;
         if (time_text.empty()) throw TraceError(path, line, "timestamp is empty");
         if (const char* reason = parse_timestamp(time_text, nanos)) {
-          throw TraceError(path, line, "bad timestamp " + quoted(time_text) + ": " + reason);
+          throw TraceError(path, line, "bad timestamp " + in_quotes(time_text) + ": " + reason);
         }
         if (!series.times.empty()) {
           const int64_t previous = series.times.back();
           if (nanos < previous) {
             throw TraceError(
                 path, line,
-                "timestamp " + quoted(time_text) + " is earlier than the one on line " +
+                "timestamp " + in_quotes(time_text) + " is earlier than the one on line " +
                     std::to_string(series.lines.back()) + "; rows must be sorted by time");
           }
           if (nanos == previous && !layout.allow_equal_times) {
             throw TraceError(path, line,
-                             "duplicate timestamp " + quoted(time_text) + " (also on line " +
+                             "duplicate timestamp " + in_quotes(time_text) + " (also on line " +
                                  std::to_string(series.lines.back()) + ")");
           }
         }
@@ -545,12 +545,12 @@ Series read_series(const CsvFile& file, const SeriesLayout& layout) {
             case ValueError::kEmpty:
               throw TraceError(path, line, "value is empty");
             case ValueError::kNotNumber:
-              throw TraceError(path, line, "value " + quoted(text) + " is not a number");
+              throw TraceError(path, line, "value " + in_quotes(text) + " is not a number");
             case ValueError::kInfinite:
-              throw TraceError(path, line, "value " + quoted(text) + " is infinite");
+              throw TraceError(path, line, "value " + in_quotes(text) + " is infinite");
             case ValueError::kNegative:
               throw TraceError(path, line,
-                               "negative value " + quoted(text) +
+                               "negative value " + in_quotes(text) +
                                    " (counts, rates, lag and "
                                    "workers must be >= 0)");
           }
@@ -564,9 +564,9 @@ Series read_series(const CsvFile& file, const SeriesLayout& layout) {
 
   if (series.times.empty()) {
     std::string names;
-    for (const std::string& n : other_names) names += (names.empty() ? "" : ", ") + quoted(n);
+    for (const std::string& n : other_names) names += (names.empty() ? "" : ", ") + in_quotes(n);
     throw TraceError(
-        path, 0, "metric " + quoted(layout.metric) + " not found (the file holds " + names + ")");
+        path, 0, "metric " + in_quotes(layout.metric) + " not found (the file holds " + names + ")");
   }
   return series;
 }
@@ -749,7 +749,7 @@ std::string guess_companion_kind(const CsvFile& file, const std::string& name) {
   const std::string n = lowercase(name);
   if (contains_any(n, {"taskmanager", "worker", "replica", "pod", "instance"})) return "workers";
   if (contains_any(n, {"process", "consum", "rate", "throughput"})) return "processed_rate";
-  file.fail(0, "cannot tell whether metric " + quoted(name) +
+  file.fail(0, "cannot tell whether metric " + in_quotes(name) +
                    " is a worker count or a processed rate; set companion_kind to workers or "
                    "processed_rate");
 }
@@ -869,7 +869,7 @@ std::string resolve_format(const CsvFile& file, const TraceLoadOptions& options)
 
 void reject_lag_as_rate(const CsvFile& file, const std::string& name) {
   if (looks_like_lag(name)) {
-    file.fail(0, "metric " + quoted(name) +
+    file.fail(0, "metric " + in_quotes(name) +
                      " looks like consumer lag, not arrivals: set the companion option (worker "
                      "count or processed rate) to reconstruct arrivals, or an explicit format to "
                      "read the values as they are");
@@ -883,13 +883,13 @@ LoadedTrace load_or_parse(const std::string& path, const std::optional<std::stri
                           const TraceLoadOptions& options) {
   if (!valid_format(options.format)) {
     throw TraceError(path, 0,
-                     "unknown format " + quoted(options.format) +
+                     "unknown format " + in_quotes(options.format) +
                          " (expected auto, rate, prometheus, events or lag)");
   }
   if (options.companion_kind != "auto" && options.companion_kind != "workers" &&
       options.companion_kind != "processed_rate") {
     throw TraceError(path, 0,
-                     "unknown companion_kind " + quoted(options.companion_kind) +
+                     "unknown companion_kind " + in_quotes(options.companion_kind) +
                          " (expected auto, workers or processed_rate)");
   }
   if (options.format == "lag" && options.companion.empty()) {
@@ -906,7 +906,7 @@ LoadedTrace load_or_parse(const std::string& path, const std::optional<std::stri
   stats.format = resolve_format(file, options);
   const bool auto_format = options.format == "auto";
   if (!options.metric.empty() && stats.format != "prometheus" && stats.format != "lag") {
-    file.fail(0, "the metric option (" + quoted(options.metric) +
+    file.fail(0, "the metric option (" + in_quotes(options.metric) +
                      ") needs a Prometheus export, but the file is read as " + stats.format);
   }
 

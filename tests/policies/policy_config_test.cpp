@@ -29,6 +29,22 @@ TEST(PolicyFactory, Names) {
   for (const auto& name : policy_names()) EXPECT_EQ(make_policy(name, {})->name(), name);
 }
 
+TEST(ConfigError, ControlCharactersAreShownNotPassedThrough) {
+  // A key with a NUL and an escape sequence, as a fuzzer once sent: the message stays whole.
+  const std::string key = std::string("ke\0y", 4) + "\x1b[2J";
+  try {
+    make_policy("pid", nlohmann::json{{key, 1}});
+    FAIL() << "unknown key accepted";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ke\\x00y\\x1b[2J"), std::string::npos) << what;
+    EXPECT_NE(what.find("unknown"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\0'), std::string::npos);
+  }
+  EXPECT_EQ(printable("tab\there\x7f"), "tab\\x09here\\x7f");
+  EXPECT_EQ(printable("caf\xc3\xa9 ok"), "caf\xc3\xa9 ok") << "UTF-8 passes through";
+}
+
 TEST(PolicyFactory, DefaultsRoundTrip) {
   for (const auto& name : policy_names()) {
     const nlohmann::json defaults = default_params(name);

@@ -259,6 +259,11 @@ TEST(Simulate, RejectsBadInput) {
   negative.rates[3] = -1.0;
   EXPECT_THROW(simulate(negative, fixed_policy(1), "x", open_guards(), config),
                std::invalid_argument);
+  // Finite but absurd: 1e300 messages/s would overflow the arrival counters (UB before).
+  Trace absurd = constant_trace(10.0, 10.0);
+  absurd.rates[3] = 1e300;
+  EXPECT_THROW(simulate(absurd, fixed_policy(1), "x", open_guards(), config),
+               std::invalid_argument);
   config.tick_seconds = 0.0;
   EXPECT_THROW(simulate(constant_trace(10.0, 10.0), fixed_policy(1), "x", open_guards(), config),
                std::invalid_argument);
