@@ -25,14 +25,16 @@ run: build
 
 test: test-release test-asan test-tsan test-fuzz
 
+# ctest -j: the broker and CLI suites mostly wait on sockets and child processes, so the
+# CPU-bound suites run beside them (the long ones start first: their COST in tests/).
 test-release: build
-	@ctest --test-dir $(BUILD) --output-on-failure
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (test targets only).
 test-asan: deps
 	@cmake -S . -B $(ASAN) $(CMAKE_GEN) $(SANITIZER_FLAGS) -DLAGPILOT_SANITIZE=address,undefined >/dev/null
 	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test kafka_test
-	@ctest --test-dir $(ASAN) --output-on-failure -L unit
+	@ctest --test-dir $(ASAN) --output-on-failure -L unit -j $(JOBS)
 
 # The worker pool and the runtime's threaded parts without a broker (HTTP API against a ticking
 # controller, metrics, offset tracking) under ThreadSanitizer. kafka_test cannot run under it:
