@@ -676,13 +676,22 @@ Trace event_trace(const CsvFile& file, const Series& series, double bin_seconds)
               "event_bin_seconds must be between 1e-9 and 1e9, got " + format_number(bin_seconds));
   }
   const auto bin_nanos = static_cast<int64_t>(bin_nanos_real);
+  // Nanosecond times reach about 292 years either side of 1970; the first bin must start
+  // inside that range too (a 1684 timestamp once overflowed here).
+  if (series.times.front() < std::numeric_limits<int64_t>::min() + bin_nanos) {
+    file.fail(series.lines.front(), "timestamp too far in the past to bin");
+  }
   const int64_t start = floor_div(series.times.front(), bin_nanos) * bin_nanos;
-  const int64_t last_bin = (series.times.back() - start) / bin_nanos;
-  if (static_cast<uint64_t>(last_bin) >= max_bins_for(series.times.size())) {
+  // Times are sorted, so back - start >= 0, and as unsigned it cannot overflow.
+  const auto offset = [start](int64_t t) {
+    return static_cast<uint64_t>(t) - static_cast<uint64_t>(start);
+  };
+  const uint64_t last_bin = offset(series.times.back()) / static_cast<uint64_t>(bin_nanos);
+  if (last_bin >= max_bins_for(series.times.size())) {
     file.fail(series.lines.back(),
               "the events span " + std::to_string(last_bin + 1) + " bins of " +
                   format_number(bin_seconds) + " s; " +
-                  too_many_bins(series.times.size(), static_cast<uint64_t>(last_bin) + 1));
+                  too_many_bins(series.times.size(), last_bin + 1));
   }
   Trace trace;
   trace.source = file.path();
@@ -690,7 +699,7 @@ Trace event_trace(const CsvFile& file, const Series& series, double bin_seconds)
   trace.bin_seconds = to_seconds(bin_nanos);
   trace.rates.assign(static_cast<std::size_t>(last_bin) + 1, 0.0);
   for (int64_t t : series.times)
-    trace.rates[static_cast<std::size_t>((t - start) / bin_nanos)] += 1;
+    trace.rates[static_cast<std::size_t>(offset(t) / static_cast<uint64_t>(bin_nanos))] += 1;
   for (double& r : trace.rates) r /= trace.bin_seconds;
   return trace;
 }

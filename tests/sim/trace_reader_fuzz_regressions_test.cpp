@@ -73,6 +73,13 @@ TEST(TraceReaderFuzzRegressions, MostlyGapTraceIsRefusedNamingTheRow) {
       parse_error("timestamp,x,y\n0,1,1\n1,1,1\n20000000,1,1\n", events);
   EXPECT_NE(event_error.find("mem.csv:4: the events span 20000001 bins of 1 s"), std::string::npos)
       << event_error;
+
+  // Events 339 years apart: their nanosecond difference overflowed int64 (UB) before.
+  const std::string centuries = parse_error(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n1684-11-16 18:16:03.978,110,27\n"
+      "2023-12-16 18:17:05.5,1,2\n",
+      events);
+  EXPECT_NE(centuries.find("mem.csv:3: the events span 10700294463 bins of 1 s"), std::string::npos) << centuries;
 }
 
 TEST(TraceReaderFuzzRegressions, SparseButPlausibleTracesStillLoad) {
