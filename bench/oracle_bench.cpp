@@ -12,13 +12,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <filesystem>
 #include <string>
 
+#include "bench/bench_util.h"
 #include "policies/guards.h"
 #include "sim/oracle.h"
 #include "sim/simulation.h"
@@ -27,21 +24,8 @@
 namespace lagpilot::sim {
 namespace {
 
-// The World Cup trace: $LAGPILOT_WC98_TRACE, else traces/ in the source tree.
-std::string wc98_path() {
-  if (const char* env = std::getenv("LAGPILOT_WC98_TRACE")) return env;
-#ifdef LAGPILOT_SOURCE_DIR
-  const std::filesystem::path root = LAGPILOT_SOURCE_DIR;
-#else
-  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path();
-#endif
-  return (root / "traces" / "wc98_invocation_count.csv").string();
-}
-
-Trace wc98_at_peak_load(const SimConfig& config, const GuardConfig& guards) {
-  Trace trace = load_trace(wc98_path());
-  return scale_to_peak(std::move(trace), 1.2 * config.model.capacity(guards.max_workers));
-}
+using bench::Stopwatch;
+using bench::wc98_at_peak_load;
 
 void report(const char* what, const Trace& trace, const OracleResult& o, double seconds,
             double cpu_seconds, const SimConfig& config, bool goal) {
@@ -71,12 +55,10 @@ void BM_OracleWorldCup98(benchmark::State& state) {
   const GuardConfig guards;
   const Trace trace = wc98_at_peak_load(config, guards);
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::clock_t cpu_start = std::clock();
+    const Stopwatch stopwatch;
     const OracleResult o = solve_oracle(trace, config, guards);
-    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_seconds = stopwatch.cpu_seconds();
+    const double seconds = stopwatch.wall_seconds();
     report("Oracle, World Cup 98 at --peak-load 1.2", trace, o, seconds, cpu_seconds, config, true);
     state.counters["wall_s"] = seconds;
     state.counters["cpu_s"] = cpu_seconds;
@@ -93,12 +75,10 @@ void BM_OracleNoSplit(benchmark::State& state) {
   OracleOptions options;
   options.split_at_calm = static_cast<bool>(state.range(0));
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::clock_t cpu_start = std::clock();
+    const Stopwatch stopwatch;
     const OracleResult o = solve_oracle(trace, config, guards, options);
-    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_seconds = stopwatch.cpu_seconds();
+    const double seconds = stopwatch.wall_seconds();
     report(options.split_at_calm ? "Oracle, first 7 days, split" : "Oracle, first 7 days, no split",
            trace, o, seconds, cpu_seconds, config, false);
     state.counters["wall_s"] = seconds;

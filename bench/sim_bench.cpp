@@ -23,14 +23,12 @@
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "bench/bench_util.h"
 #include "policies/guards.h"
 #include "policies/policy_factory.h"
 #include "sim/consumer_model.h"
@@ -41,16 +39,8 @@
 namespace lagpilot::sim {
 namespace {
 
-// The World Cup trace: $LAGPILOT_WC98_TRACE, else traces/ in the source tree.
-std::string wc98_path() {
-  if (const char* env = std::getenv("LAGPILOT_WC98_TRACE")) return env;
-#ifdef LAGPILOT_SOURCE_DIR
-  const std::filesystem::path root = LAGPILOT_SOURCE_DIR;
-#else
-  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path();
-#endif
-  return (root / "traces" / "wc98_invocation_count.csv").string();
-}
+using bench::Stopwatch;
+using bench::wc98_at_peak_load;
 
 Trace constant_trace(double rate, double seconds) {
   Trace t;
@@ -106,30 +96,26 @@ void BM_WorldCup98Batch(benchmark::State& state) {
   SimConfig config;  // fidelity auto: batch for this trace
   config.max_decisions = static_cast<int>(state.range(1));
   GuardConfig guards;
-  Trace trace = load_trace(wc98_path());
-  trace = scale_to_peak(std::move(trace), 1.2 * config.model.capacity(guards.max_workers));
+  const Trace trace = wc98_at_peak_load(config, guards);
   std::vector<PolicySpec> specs;
   for (const char* text : {"pid", "threshold", "hpa", "keda", "static:16"}) {
     specs.push_back(parse_policy_spec(text));
   }
   static bool printed = false;
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::clock_t cpu_start = std::clock();
+    const Stopwatch stopwatch;
     std::vector<RunResult> results;
     if (threads <= 1) {  // one by one, to show what each policy costs
       for (const PolicySpec& spec : specs) {
-        const std::clock_t policy_start = std::clock();
+        const Stopwatch policy_stopwatch;
         results.push_back(simulate(trace, spec, guards, config));
-        std::printf("  %-10s %6.2f s CPU\n", spec.label.c_str(),
-                    double(std::clock() - policy_start) / CLOCKS_PER_SEC);
+        std::printf("  %-10s %6.2f s CPU\n", spec.label.c_str(), policy_stopwatch.cpu_seconds());
       }
     } else {
       results = simulate_all(trace, specs, guards, config, threads);
     }
-    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_seconds = stopwatch.cpu_seconds();
+    const double seconds = stopwatch.wall_seconds();
     int64_t messages = 0;
     for (const RunResult& r : results) messages += r.kpis.arrived;
     std::printf(
@@ -172,8 +158,7 @@ class NoopPolicy : public Policy {
 void BM_WorldCup98EngineOnly(benchmark::State& state) {
   SimConfig config;
   GuardConfig guards;
-  Trace trace = load_trace(wc98_path());
-  trace = scale_to_peak(std::move(trace), 1.2 * config.model.capacity(guards.max_workers));
+  const Trace trace = wc98_at_peak_load(config, guards);
   int64_t ticks = 0;
   for (auto _ : state) {
     const RunResult r = simulate(trace, std::make_unique<NoopPolicy>(), "noop", guards, config);

@@ -15,15 +15,12 @@
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "policies/guards.h"
 #include "policies/policy_factory.h"
 #include "sim/simulation.h"
@@ -37,15 +34,8 @@ const char* const kPolicies[] = {"pid", "threshold", "hpa", "keda"};
 constexpr int kBudget = 60;
 constexpr double kDayStartEpoch = 899164800.0;  // 1998-06-30 00:00:00 UTC
 
-std::string wc98_path() {
-  if (const char* env = std::getenv("LAGPILOT_WC98_TRACE")) return env;
-#ifdef LAGPILOT_SOURCE_DIR
-  const std::filesystem::path root = LAGPILOT_SOURCE_DIR;
-#else
-  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path();
-#endif
-  return (root / "traces" / "wc98_invocation_count.csv").string();
-}
+using bench::Stopwatch;
+using bench::wc98_path;
 
 // One day of the World Cup trace, 1-minute bins, peak at 1.2 x capacity(max_workers).
 const Trace& one_day() {
@@ -85,11 +75,10 @@ void BM_Tune24h(benchmark::State& state) {
   options.threads = threads;
   double configs = 0, wall = 0, cpu = 0;
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::clock_t cpu_start = std::clock();
+    const Stopwatch stopwatch;
     const TuneResult r = tune(space, {day}, guards, batch_config(), options);
-    cpu += double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cpu += stopwatch.cpu_seconds();
+    wall += stopwatch.wall_seconds();
     configs += double(r.evaluations.size());
     benchmark::DoNotOptimize(r.best);
   }

@@ -1,5 +1,6 @@
 #include "cli/app_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -73,6 +74,17 @@ AppConfig AppConfig::from_json(const nlohmann::json& root) {
   RuntimeConfig::read_keys(r, c.runtime);
   r.finish();
   c.make_policy();  // validates the parameters now, naming policy.params.<field>
+  c.sim_config();   // and "sim", naming sim.<field>
+  return c;
+}
+
+sim::SimConfig AppConfig::sim_config() const {
+  sim::SimConfig c = sim::SimConfig::from_json(sim, "sim");
+  const double slo = runtime.lag_slo;  // RuntimeConfig::read_keys keeps it in [0, 1e15]
+  if (!(slo >= 0.0 && slo <= 1e15)) {
+    throw ConfigError("lag_slo", "must be between 0 and 1e15, got " + std::to_string(slo));
+  }
+  c.lag_slo = static_cast<int64_t>(std::floor(slo));
   return c;
 }
 
@@ -89,7 +101,7 @@ nlohmann::json AppConfig::to_json() const {
   nlohmann::json root = nlohmann::json::object();
   root["policy"] = {{"name", policy_name}, {"params", make_policy()->params()}};
   root["guards"] = guards.to_json();
-  root["sim"] = sim::SimConfig::from_json(sim, "sim").to_json();
+  root["sim"] = sim_config().to_json();  // every "sim" default; lag_slo is top-level
   root["http"] = http.to_json();
   runtime.write_keys(root);
   if (!calibration.is_null()) root["calibration"] = calibration;

@@ -154,7 +154,7 @@ nlohmann::json calibrated_config(const AppConfig& base, const CalibrationResult&
   params["fit"] = {{"lambda", result.fit.lambda}, {"sigma", sigma}, {"kappa", kappa}};
   doc["policy"] = {{"name", "model"}, {"params", params}};
 
-  const sim::SimConfig sim_base = sim::SimConfig::from_json(base.sim, "sim");
+  const sim::SimConfig sim_base = base.sim_config();
   sim::ConsumerModelConfig model_base = sim_base.model;
   if (result.service_cv_estimate >= 0) {
     model_base.service_distribution = "lognormal";
@@ -380,9 +380,8 @@ CommandMain add_calibrate_command(CLI::App& app) {
           cfg.runtime.broker == "embedded" ? std::string() : cfg.runtime.kafka.bootstrap_servers;
       nlohmann::json doc = calibrated_config(base, result, record, partitions, notes);
       for (const std::string& n : notes) spdlog::warn("calibrate: {}", n);
-      // What `run`, `sim` and the model policy will do with it: it must load.
-      const AppConfig check = AppConfig::from_json(doc);
-      sim::SimConfig::from_json(check.sim, "sim");
+      // What `run`, `sim` and the model policy will do with it: it must load ("sim" included).
+      AppConfig::from_json(doc);
       std::ofstream out(o->write_config, std::ios::binary);
       if (!out) throw std::runtime_error(o->write_config + ": cannot write");
       out << doc.dump(2) << "\n";

@@ -53,7 +53,7 @@ void add_sim_overrides(CLI::App& app, const std::shared_ptr<SimOverrides>& o) {
       ->check(CLI::IsMember({"message", "batch", "auto"}));
   app.add_option("--tick", o->tick, "Control tick, seconds (config: sim.tick_seconds)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--slo", o->slo, "Lag SLO, messages (config: sim.lag_slo; default 10000)")
+  app.add_option("--slo", o->slo, "Lag SLO, messages (config: lag_slo; default 10000)")
       ->check(CLI::NonNegativeNumber);
 }
 

@@ -36,11 +36,12 @@ sim::Trace load_scaled_trace(const std::string& path, const TraceOptions& option
                              const sim::SimConfig& config, const GuardConfig& guards,
                              sim::TraceInfo* info = nullptr);
 
-// --fidelity, --tick, --slo: simulator settings that override the config file's "sim".
+// --fidelity, --tick, --slo: simulator settings that override the config file's (its "sim",
+// and its top-level "lag_slo" for --slo) in the AppConfig::sim_config() they are applied to.
 struct SimOverrides {
   std::string fidelity;  // "" = keep
   double tick = 0.0;     // <= 0 = keep
-  int64_t slo = -1;      // < 0 = keep
+  int64_t slo = -1;      // messages; < 0 = keep
 
   void apply(sim::SimConfig& config) const;
 };

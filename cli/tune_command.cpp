@@ -179,7 +179,8 @@ CommandMain add_tune_command(CLI::App& app) {
                  "Objective weights: slo=W (worker-s per s above SLO, default 100), "
                  "actions=W (worker-s per scale action, default 10)");
   app.add_option("--config", o->config_path,
-                 "Config file: \"sim\", \"guards\", and the policy's params as the baseline")
+                 "Config file: \"sim\", \"guards\", \"lag_slo\", and the policy's params as the "
+                 "baseline")
       ->check(CLI::ExistingFile);
   app.add_option("--write-config", o->write_config,
                  "Write the best parameters as a config file for `lagpilot run --config`");
@@ -190,13 +191,9 @@ CommandMain add_tune_command(CLI::App& app) {
 
   return [o, traces, overrides, policy_option]() -> int {
     // Config: simulator settings, guards, and the baseline params of the tuned policy.
-    AppConfig cfg = o->config_path.empty() ? AppConfig{} : AppConfig::load(o->config_path);
-    sim::SimConfig sc;
-    try {
-      sc = sim::SimConfig::from_json(cfg.sim, "sim");
-    } catch (const ConfigError& e) {
-      throw std::runtime_error(o->config_path + ": " + e.what());
-    }
+    // load() checks "sim" and names the file in its errors; lag_slo is the top-level one.
+    const AppConfig cfg = o->config_path.empty() ? AppConfig{} : AppConfig::load(o->config_path);
+    sim::SimConfig sc = cfg.sim_config();
     overrides->apply(sc);
     if (o->seed_set) sc.seed = o->seed;
     if (traces->load.companion.size() && o->train.size() + o->test.size() > 1) {
@@ -380,6 +377,9 @@ CommandMain add_tune_command(CLI::App& app) {
       sim_json.erase("series_interval_seconds");
       sim_json.erase("max_decisions");
       root["sim"] = sim_json;
+      // The SLO the search used (--slo, else the config's), for `run` and `sim` alike.
+      root["lag_slo"] =
+          overrides->slo >= 0 ? static_cast<double>(overrides->slo) : cfg.runtime.lag_slo;
       try {
         AppConfig::from_json(root);  // what `lagpilot run --config` will do
       } catch (const ConfigError& e) {
@@ -394,6 +394,7 @@ CommandMain add_tune_command(CLI::App& app) {
       j["seed"] = o->seed;
       j["budget"] = o->budget;
       j["sim"] = sc.to_json();
+      j["lag_slo"] = sc.lag_slo;
       j["baseline"] = baseline;
       nlohmann::json held = nlohmann::json::object();
       auto set_json = [&](const sim::SetEvaluation& eval) {

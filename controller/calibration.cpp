@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 
 #include "controller/message_codec.h"
+#include "controller/rdkafka_producer.h"
 
 namespace lagpilot {
 namespace {
@@ -199,21 +199,17 @@ struct SaturatingProducer::Impl {
   SaturatingProducerOptions options;
   std::function<uint64_t()> consumed;
   const Clock& clock;
-  rd_kafka_t* rk = nullptr;
-  rd_kafka_topic_t* rkt = nullptr;
   std::atomic<bool> stop_requested{false};  // atomic: set by stop(), read by the thread
   bool stopped = false;
   // atomic: written on the producer thread (and its delivery callbacks), read by stats().
   std::atomic<uint64_t> produced{0};
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> failed{0};
+  // Last, so that it is destroyed first: its delivery callback writes the counters above.
+  std::unique_ptr<RdKafkaProducer> kafka;
 
   Impl(SaturatingProducerOptions o, std::function<uint64_t()> c, const Clock& cl)
       : options(std::move(o)), consumed(std::move(c)), clock(cl) {}
-  ~Impl() {
-    if (rkt != nullptr) rd_kafka_topic_destroy(rkt);
-    if (rk != nullptr) rd_kafka_destroy(rk);
-  }
 
   static void delivery_cb(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
     auto* self = static_cast<Impl*>(opaque);
@@ -226,41 +222,20 @@ struct SaturatingProducer::Impl {
   }
 
   void create() {
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    char errstr[512];
-    auto set = [&](const std::string& name, const std::string& value) {
-      if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), errstr, sizeof errstr) !=
-          RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        throw std::runtime_error("calibration producer: property " + name + "=" + value + ": " +
-                                 errstr);
-      }
-    };
-    set("bootstrap.servers", options.bootstrap);
-    set("linger.ms", "5");
-    set("queue.buffering.max.messages", "500000");
-    set("batch.num.messages", "10000");
-    set("log_level", "4");
-    for (const auto& [name, value] : options.properties) set(name, value);
-    rd_kafka_conf_set_dr_msg_cb(conf, &Impl::delivery_cb);
-    rd_kafka_conf_set_opaque(conf, this);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (rk == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      throw std::runtime_error(std::string("calibration producer: ") + errstr);
-    }
-    rkt = rd_kafka_topic_new(rk, options.topic.c_str(), nullptr);
-    if (rkt == nullptr) {
-      throw std::runtime_error("calibration producer: topic '" + options.topic +
-                               "': " + rd_kafka_err2str(rd_kafka_last_error()));
-    }
+    kafka = std::make_unique<RdKafkaProducer>(RdKafkaProducerSettings{
+        .client_name = "calibration producer",
+        .bootstrap = options.bootstrap,
+        .topic = options.topic,
+        .properties = options.properties,
+        .on_delivery = &Impl::delivery_cb,
+        .opaque = this,
+    });
   }
 
   void loop() {
     constexpr int64_t kMaxPerLoop = 10000;
     constexpr double kRateWindowSeconds = 0.5;
     std::string value;
-    char key[32];
     uint64_t seq = 0;
     double rate = 0.0;  // smoothed consumption rate, messages/s
     double last_time = clock.now();
@@ -282,22 +257,15 @@ struct SaturatingProducer::Impl {
       int64_t shortfall = std::min(target - backlog, kMaxPerLoop);
       while (shortfall > 0 && !stop_requested.load(std::memory_order_relaxed)) {
         encode_message_into(value, seq, epoch_micros_now(), options.padding_bytes);
-        std::size_t key_len = 0;
-        if (options.keys > 0) {
-          key[0] = 'k';
-          key_len = static_cast<std::size_t>(
-              std::to_chars(key + 1, key + sizeof key, seq % options.keys).ptr - key);
-        }
-        if (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value.data(),
-                             value.size(), key_len > 0 ? key : nullptr, key_len, nullptr) == 0) {
+        const rd_kafka_resp_err_t err = kafka->produce(value, seq, options.keys);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
           produced.fetch_add(1, std::memory_order_relaxed);
           ++seq;
           --shortfall;
           continue;
         }
-        const rd_kafka_resp_err_t err = rd_kafka_last_error();
         if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-          rd_kafka_poll(rk, 1);  // let deliveries drain the local queue, then retry
+          kafka->poll(1);  // let deliveries drain the local queue, then retry
           continue;
         }
         if (failed.fetch_add(1, std::memory_order_relaxed) < 5) {
@@ -306,7 +274,7 @@ struct SaturatingProducer::Impl {
         }
         break;  // not transient: try again next loop
       }
-      rd_kafka_poll(rk, 0);
+      kafka->poll(0);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
@@ -340,8 +308,9 @@ void SaturatingProducer::stop(double flush_timeout_seconds) {
   impl_->stopped = true;
   impl_->stop_requested.store(true);
   if (thread_.joinable()) thread_.join();
-  rd_kafka_flush(impl_->rk, static_cast<int>(std::max(0.0, flush_timeout_seconds) * 1000));
-  const int left = rd_kafka_outq_len(impl_->rk);
+  rd_kafka_t* producer = impl_->kafka->handle();
+  rd_kafka_flush(producer, static_cast<int>(std::max(0.0, flush_timeout_seconds) * 1000));
+  const int left = rd_kafka_outq_len(producer);
   if (left > 0) {
     spdlog::warn("calibration producer: {} messages without delivery report after {} s", left,
                  flush_timeout_seconds);

@@ -4,13 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <thread>
 
 #include "controller/message_codec.h"
+#include "controller/rdkafka_producer.h"
 #include "controller/token_bucket.h"
 
 namespace lagpilot {
@@ -33,8 +33,6 @@ void producer_log_cb(const rd_kafka_t* /*rk*/, int level, const char* facility, 
 struct PacedProducer::Impl {
   ProducerOptions options;
   const Clock& clock;
-  rd_kafka_t* rk = nullptr;
-  rd_kafka_topic_t* rkt = nullptr;
   bool ran = false;
 
   double burst_for(double rate) const { return std::max(1.0, rate * options.burst_seconds); }
@@ -45,13 +43,10 @@ struct PacedProducer::Impl {
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> report_failed{0};  // delivery report with an error
   std::atomic<uint64_t> local_failed{0};   // never queued, or no report by the flush timeout
+  // Last, so that it is destroyed first: its delivery callback writes the counters above.
+  std::unique_ptr<RdKafkaProducer> kafka;
 
   Impl(ProducerOptions o, const Clock& c) : options(std::move(o)), clock(c) {}
-
-  ~Impl() {
-    if (rkt != nullptr) rd_kafka_topic_destroy(rkt);
-    if (rk != nullptr) rd_kafka_destroy(rk);
-  }
 
   static void delivery_cb(rd_kafka_t* /*rk*/, const rd_kafka_message_t* msg, void* opaque) {
     auto* self = static_cast<Impl*>(opaque);
@@ -94,35 +89,15 @@ struct PacedProducer::Impl {
   }
 
   void create() {
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    char errstr[512];
-    auto set = [&](const std::string& name, const std::string& value) {
-      if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), errstr, sizeof errstr) !=
-          RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        throw std::runtime_error("producer: property " + name + "=" + value + ": " + errstr);
-      }
-    };
-    set("bootstrap.servers", options.bootstrap);
-    set("linger.ms", "5");
-    set("queue.buffering.max.messages", "500000");
-    set("batch.num.messages", "10000");
-    set("log_level", "4");
-    for (const auto& [name, value] : options.properties) set(name, value);
-    rd_kafka_conf_set_dr_msg_cb(conf, &Impl::delivery_cb);
-    rd_kafka_conf_set_log_cb(conf, producer_log_cb);
-    rd_kafka_conf_set_opaque(conf, this);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (rk == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      throw std::runtime_error(std::string("producer: cannot create librdkafka producer: ") +
-                               errstr);
-    }
-    rkt = rd_kafka_topic_new(rk, options.topic.c_str(), nullptr);
-    if (rkt == nullptr) {
-      throw std::runtime_error("producer: topic '" + options.topic +
-                               "': " + rd_kafka_err2str(rd_kafka_last_error()));
-    }
+    kafka = std::make_unique<RdKafkaProducer>(RdKafkaProducerSettings{
+        .client_name = "producer",
+        .bootstrap = options.bootstrap,
+        .topic = options.topic,
+        .properties = options.properties,
+        .on_delivery = &Impl::delivery_cb,
+        .on_log = &producer_log_cb,
+        .opaque = this,
+    });
   }
 
   // Produces one message; on a full local queue, serves delivery reports and retries. Returns
@@ -130,20 +105,12 @@ struct PacedProducer::Impl {
   // failed and logged).
   bool produce_one(uint64_t seq, std::string& value, const std::atomic<bool>& stop) {
     encode_message_into(value, seq, epoch_micros_now(), options.padding_bytes);
-    char key[32];
-    std::size_t key_len = 0;
-    if (options.keys > 0) {
-      key[0] = 'k';
-      key_len = static_cast<std::size_t>(
-          std::to_chars(key + 1, key + sizeof key, seq % options.keys).ptr - key);
-    }
     for (;;) {
-      if (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value.data(),
-                           value.size(), key_len > 0 ? key : nullptr, key_len, nullptr) == 0) {
+      const rd_kafka_resp_err_t err = kafka->produce(value, seq, options.keys);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         produced.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
-      const rd_kafka_resp_err_t err = rd_kafka_last_error();
       if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         local_failed.fetch_add(1, std::memory_order_relaxed);
         spdlog::error("producer: produce seq {} to {} failed: {}", seq, options.topic,
@@ -155,7 +122,7 @@ struct PacedProducer::Impl {
         spdlog::error("producer: stopped while local queue full; seq {} not produced", seq);
         return false;
       }
-      rd_kafka_poll(rk, 1);  // serve delivery reports so the queue drains
+      kafka->poll(1);  // serve delivery reports so the queue drains
     }
   }
 
@@ -209,7 +176,7 @@ struct PacedProducer::Impl {
       }
       if (trace_over && n == want && n > 0 && !stopped) continue;  // more tokens left at the end
       if (trace_over || stopped) break;
-      rd_kafka_poll(rk, 0);
+      kafka->poll(0);
       if (options.count > 0 && sent >= options.count) break;
       if (n == 0) {
         double wait = bucket.seconds_until(1.0, clock.now());
@@ -219,7 +186,7 @@ struct PacedProducer::Impl {
     }
 
     const auto timeout_ms = static_cast<int>(options.flush_timeout_seconds * 1000.0);
-    const rd_kafka_resp_err_t flush_err = rd_kafka_flush(rk, timeout_ms);
+    const rd_kafka_resp_err_t flush_err = rd_kafka_flush(kafka->handle(), timeout_ms);
     const uint64_t reported = delivered.load() + report_failed.load();
     if (produced.load() > reported) {
       const uint64_t unreported = produced.load() - reported;

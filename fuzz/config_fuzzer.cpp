@@ -60,7 +60,7 @@ std::string check_app_config(std::string_view text) {
       !bad.empty()) {
     return bad;
   }
-  // "sim" is validated by `lagpilot sim` (and by to_json(), which fills in its defaults).
+  // AppConfig::load validated "sim" already; this checks that what it accepted still builds.
   try {
     lagpilot::sim::SimConfig::from_json(config.sim, "sim");
   } catch (const lagpilot::ConfigError&) {

@@ -369,14 +369,20 @@ void write_time_charts(std::ostringstream& out, const std::vector<const RunResul
   const double t0 = 0.0;
   const double t1 = ref->series.back().t;
   const std::string x_label = "time since trace start (simulated)";
+  // The three charts, stacked, share the time axis.
+  auto time_chart = [&](const std::string& name, const std::string& caption,
+                        const std::string& y_unit, double height) {
+    ChartSpec chart;
+    chart.id = id_prefix + name;
+    chart.caption = caption;
+    chart.y_unit = y_unit;
+    chart.height = height;
+    chart.x_min = t0;
+    chart.x_max = t1;
+    return chart;
+  };
 
-  ChartSpec arrivals;
-  arrivals.id = id_prefix + "arrivals";
-  arrivals.caption = "Arrivals (the same for every policy)";
-  arrivals.y_unit = "msg/s";
-  arrivals.height = 170;
-  arrivals.x_min = t0;
-  arrivals.x_max = t1;
+  ChartSpec arrivals = time_chart("arrivals", "Arrivals (the same for every policy)", "msg/s", 170);
   {
     // The simulated arrivals (the oracle's fluid model has the expected rate, not the draws).
     const RunResult* source = ref;
@@ -393,23 +399,11 @@ void write_time_charts(std::ostringstream& out, const std::vector<const RunResul
         {downsample_min_max(pts, kColumns), "#8c8c8c", "arrivals", "arrival rate", false, true});
   }
 
-  ChartSpec lag;
-  lag.id = id_prefix + "lag";
-  lag.caption = "Consumer lag";
-  lag.y_unit = "messages";
-  lag.height = 230;
-  lag.x_min = t0;
-  lag.x_max = t1;
+  ChartSpec lag = time_chart("lag", "Consumer lag", "messages", 230);
   if (lag_slo > 0)
     lag.marker = HorizontalMarker{double(lag_slo), "SLO " + grouped(double(lag_slo))};
 
-  ChartSpec workers;
-  workers.id = id_prefix + "workers";
-  workers.caption = "Workers";
-  workers.y_unit = "workers";
-  workers.height = 200;
-  workers.x_min = t0;
-  workers.x_max = t1;
+  ChartSpec workers = time_chart("workers", "Workers", "workers", 200);
   workers.x_label = x_label;
 
   // The oracle first, so that the policies are drawn on top of it.

@@ -102,7 +102,7 @@ void check_config(const SimConfig& c, const char* who) {
   }
   if (c.initial_workers < 0)
     throw std::invalid_argument(prefix + "sim.initial_workers must be >= 0");
-  if (c.lag_slo < 0) throw std::invalid_argument(prefix + "sim.lag_slo must be >= 0");
+  if (c.lag_slo < 0) throw std::invalid_argument(prefix + "lag_slo must be >= 0");
   if (!(c.model.warmup_seconds >= 0.0) || !std::isfinite(c.model.warmup_seconds)) {
     throw std::invalid_argument(prefix + "sim.model.warmup_seconds must be finite and >= 0");
   }

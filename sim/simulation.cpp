@@ -268,7 +268,14 @@ SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path)
   SimConfig c;
   JsonObjectReader r(j, path);
   r.read("tick_seconds", c.tick_seconds, 1e-6, 86400.0);
-  r.read("lag_slo", c.lag_slo, int64_t{0});
+  if (const nlohmann::json* slo = r.raw("lag_slo")) {
+    // A config written before `run` and `sim` shared one lag SLO: say exactly what to change.
+    const std::string value = slo->is_number() ? slo->dump() : "N";
+    throw ConfigError(r.path_of("lag_slo"),
+                      "moved to the top level of the config file (one lag SLO for run, sim, tune "
+                      "and calibrate): delete it here and write \"lag_slo\": " +
+                          value + " beside \"policy\" and \"guards\"");
+  }
   r.read_enum("fidelity", c.fidelity, {"message", "batch", "auto"});
   r.read("auto_message_limit", c.auto_message_limit, int64_t{0});
   r.read("batch_size", c.batch_size, 1, 1'000'000);
@@ -289,7 +296,6 @@ SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path)
 
 nlohmann::json SimConfig::to_json() const {
   return nlohmann::json{{"tick_seconds", tick_seconds},
-                        {"lag_slo", lag_slo},
                         {"fidelity", fidelity},
                         {"auto_message_limit", auto_message_limit},
                         {"batch_size", batch_size},

@@ -54,7 +54,9 @@ struct SimConfig {
   // Control tick and metric sampling interval, seconds (> 0).
   double tick_seconds = 1.0;
   // Lag SLO, messages: Kpis::seconds_above_slo counts the seconds (tick samples * tick_seconds)
-  // at which the sampled lag was above it.
+  // at which the sampled lag was above it. Not part of the "sim" object: in a config file it is
+  // the top-level "lag_slo" shared with `lagpilot run` (cli::AppConfig::sim_config() sets it), so
+  // from_json() rejects a "lag_slo" key and to_json() does not write one.
   int64_t lag_slo = 10000;
   // "message", "batch" or "auto" (see the header comment).
   std::string fidelity = "auto";
@@ -79,8 +81,10 @@ struct SimConfig {
   int max_decisions = 1000;
 
   // Reads a "sim" object (its "model" child through ConsumerModelConfig::from_json). Unknown
-  // keys and out-of-range values throw ConfigError naming the path ("sim.batch_size: ...").
+  // keys and out-of-range values throw ConfigError naming the path ("sim.batch_size: ..."); so
+  // does "lag_slo", which moved to the config's top level. lag_slo keeps its default.
   static SimConfig from_json(const nlohmann::json& j, const std::string& path = "sim");
+  // Every field but lag_slo (see above); from_json(to_json()) gives the same JSON back.
   nlohmann::json to_json() const;
 
   // "message" or "batch": what `fidelity` means for this trace.

@@ -3,39 +3,27 @@
 // `run --print-config` and `sim` accept. Each calibration takes about 3 s (the group join) plus
 // the dwells.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
 
+using testing::kBinary;
 using testing::run_command;
 using testing::shell_quote;
 
-const std::string kBinary = LAGPILOT_BINARY;
-
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("lagpilot-calibrate-it-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+const testing::ScratchDir kScratch("lagpilot-calibrate-it");
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return nlohmann::json::parse(s.str());
+  return nlohmann::json::parse(testing::slurp(path));
 }
 
 TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
-  const std::string config = temp_path("calibrated.json");
+  const std::string config = kScratch.path("calibrated.json");
   const auto r = run_command(kBinary + " calibrate --max-workers 4 --dwell 1s --warmup 0.5s" +
                              " --write-config " + shell_quote(config));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -72,7 +60,7 @@ TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
   EXPECT_EQ(effective["calibration"]["steps"].size(), 3u);
 
   // `sim` accepts it: the model policy (seeded) and the calibrated consumer model.
-  const std::string trace = temp_path("steady.csv");
+  const std::string trace = kScratch.path("steady.csv");
   {
     std::ofstream out(trace);
     out << "timestamp,value\n";
@@ -85,7 +73,7 @@ TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
 }
 
 TEST(CalibrateCli, JsonOutputHasEveryStep) {
-  const std::string out = temp_path("calibration.json");
+  const std::string out = kScratch.path("calibration.json");
   // Only stdout goes to the file (the parentheses keep run_command's 2>&1 outside).
   const auto r = run_command("(" + kBinary + " calibrate --steps 1,3 --dwell 1s --warmup 0.5s" +
                              " --json > " + shell_quote(out) + ")");

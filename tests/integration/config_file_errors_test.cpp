@@ -2,13 +2,10 @@
 // and, for JSON that cannot be read, the line and column. Covers read_json_file (cli/), which
 // the GoogleTest suites cannot link; config_fuzzer exercises it too (fuzz/, docs/fuzzing.md).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
@@ -16,28 +13,21 @@ namespace {
 using testing::run_command;
 using testing::shell_quote;
 
-std::string write_config(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("lagpilot-config-errors-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / name).string();
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+const testing::ScratchDir kScratch("lagpilot-config-errors");
 
 testing::CommandResult print_config(const std::string& path) {
-  return run_command(std::string(LAGPILOT_BINARY) + " run --config " + shell_quote(path) +
-                     " --print-config");
+  return run_command(testing::kBinary + " run --config " + shell_quote(path) + " --print-config");
 }
 
 TEST(ConfigFileErrors, ValidConfigPrints) {
-  const auto r = print_config(write_config("ok.json", R"({"policy": {"name": "static"}})"));
+  const auto r = print_config(kScratch.write("ok.json", R"({"policy": {"name": "static"}})"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"static\""), std::string::npos) << r.output;
 }
 
 TEST(ConfigFileErrors, SyntaxErrorNamesLineAndColumn) {
-  const std::string path = write_config("syntax.json", "{\n  \"guards\": {\"min_workers\": }\n}\n");
+  const std::string path =
+      kScratch.write("syntax.json", "{\n  \"guards\": {\"min_workers\": }\n}\n");
   const auto r = print_config(path);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(path + ":2:"), std::string::npos) << r.output;
@@ -48,7 +38,7 @@ TEST(ConfigFileErrors, SyntaxErrorNamesLineAndColumn) {
 // was reported without the file's position.
 TEST(ConfigFileErrors, NumberOverflowNamesLineAndColumn) {
   const std::string path =
-      write_config("overflow.json", "{\n  \"guards\": {\"max_workers\": 1e999}\n}\n");
+      kScratch.write("overflow.json", "{\n  \"guards\": {\"max_workers\": 1e999}\n}\n");
   const auto r = print_config(path);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(path + ":2:29: invalid JSON: number overflow parsing '1e999'"),
@@ -57,7 +47,7 @@ TEST(ConfigFileErrors, NumberOverflowNamesLineAndColumn) {
 }
 
 TEST(ConfigFileErrors, BadFieldNamesThePath) {
-  const std::string path = write_config("field.json", R"({"guards": {"min_workers": -3}})");
+  const std::string path = kScratch.write("field.json", R"({"guards": {"min_workers": -3}})");
   const auto r = print_config(path);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(path + ": guards.min_workers"), std::string::npos) << r.output;

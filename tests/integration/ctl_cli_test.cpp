@@ -2,17 +2,12 @@
 // child for the suite, on a free loopback port, token from --api-token-file): an override pins
 // the live pool and the policy resumes after it; pause/resume, bounds and policy land in the
 // decision log; refusals, an unreachable server and bad input give exit codes 1 and 2.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
@@ -30,41 +25,11 @@ using testing::CommandResult;
 using testing::run_command;
 using testing::shell_quote;
 
-const std::string kBinary = LAGPILOT_BINARY;
+using testing::free_loopback_port;
+using testing::kBinary;
 constexpr const char* kToken = "ctl-test-token";
 
-// A loopback TCP port nothing listens on right now.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string temp_dir() {
-  static const std::string dir = [] {
-    auto d =
-        std::filesystem::temp_directory_path() / ("lagpilot-ctl-it-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d.string();
-  }();
-  return dir;
-}
-
-std::string write_file(const std::string& name, const std::string& content) {
-  const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path) << content;
-  return path;
-}
+const testing::ScratchDir kScratch("lagpilot-ctl-it");
 
 // Polls `ready` every 100 ms until it holds or `timeout_seconds` pass.
 bool poll_until(const std::function<bool()>& ready, double timeout_seconds) {
@@ -92,19 +57,19 @@ bool contains(const std::string& text, const std::string& part) {
 class CtlCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    port_ = free_port();
+    port_ = free_loopback_port();
     ASSERT_GT(port_, 0);
     url_ = "http://127.0.0.1:" + std::to_string(port_);
-    token_file_ = write_file("token", std::string(kToken) + "\n");
-    wrong_token_file_ = write_file("wrong-token", "not-the-token\n");
+    token_file_ = kScratch.write("token", std::string(kToken) + "\n");
+    wrong_token_file_ = kScratch.write("wrong-token", "not-the-token\n");
     run_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{kBinary, "run", "--embedded-broker", "--listen",
                                  "127.0.0.1:" + std::to_string(port_), "--api-token-file",
                                  token_file_, "--log-format", "json"},
-        temp_dir() + "/run.log");
+        kScratch.path("run.log"));
     // The API is up once the first status line is out; then keep draining stdout.
     const std::string first = run_->read_line();
-    ASSERT_FALSE(first.empty()) << "lagpilot run exited; see " << temp_dir() << "/run.log";
+    ASSERT_FALSE(first.empty()) << "lagpilot run exited; see " << kScratch.path("run.log");
     drain_ = std::thread([] {
       while (!run_->read_line().empty()) {
       }
@@ -130,7 +95,7 @@ class CtlCli : public ::testing::Test {
     const int code = run_->wait();
     if (drain_.joinable()) drain_.join();
     run_.reset();
-    EXPECT_EQ(code, 0) << "lagpilot run did not stop cleanly; see " << temp_dir() << "/run.log";
+    EXPECT_EQ(code, 0) << "lagpilot run did not stop cleanly; see " << kScratch.path("run.log");
   }
 
   // `lagpilot ctl ARGS --url URL` with $LAGPILOT_API_TOKEN removed (other tests in this process
@@ -326,7 +291,7 @@ TEST_F(CtlCli, BoundsAndPolicyFromAFileOrAConfig) {
   EXPECT_TRUE(contains(r.output, "field: min")) << r.output;
 
   const std::string bare =
-      write_file("static.json", R"({"name": "static", "params": {"workers": 6}})");
+      kScratch.write("static.json", R"({"name": "static", "params": {"workers": 6}})");
   const double before = status()["time"].get<double>();
   r = ctl_authorized("policy " + shell_quote(bare));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -341,7 +306,7 @@ TEST_F(CtlCli, BoundsAndPolicyFromAFileOrAConfig) {
   EXPECT_LE(swapped["time"].get<double>(), s["time"].get<double>());
 
   // A full config file: its "policy" object; a bad parameter is named in the file.
-  const std::string config = write_file(
+  const std::string config = kScratch.write(
       "config.json",
       R"({"policy": {"name": "pid", "params": {"kp": -1}}, "guards": {"min_workers": 4}})");
   r = ctl_authorized("policy " + shell_quote(config));
@@ -351,21 +316,21 @@ TEST_F(CtlCli, BoundsAndPolicyFromAFileOrAConfig) {
   EXPECT_EQ(status()["policy"]["name"], "static");  // unchanged
 
   const std::string good_config =
-      write_file("good-config.json", R"({"policy": {"name": "pid"}, "guards": {}})");
+      kScratch.write("good-config.json", R"({"policy": {"name": "pid"}, "guards": {}})");
   r = ctl_authorized("policy " + shell_quote(good_config));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(status()["policy"]["name"], "pid");
 
   // A JSON syntax error is ours: exit 2 naming file:line:column; nothing is sent.
-  const std::string broken = write_file("broken.json", "{\n  \"name\": \"static\",,\n}\n");
+  const std::string broken = kScratch.write("broken.json", "{\n  \"name\": \"static\",,\n}\n");
   r = ctl_authorized("policy " + shell_quote(broken));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, broken + ":2:")) << r.output;
-  const std::string nameless = write_file("nameless.json", R"({"params": {}})");
+  const std::string nameless = kScratch.write("nameless.json", R"({"params": {}})");
   r = ctl_authorized("policy " + shell_quote(nameless));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "name: missing")) << r.output;
-  r = ctl_authorized("policy " + shell_quote(temp_dir() + "/no-such-file.json"));
+  r = ctl_authorized("policy " + shell_quote(kScratch.path("no-such-file.json")));
   EXPECT_EQ(r.exit_code, 2) << r.output;
 
   r = ctl_authorized("bounds 4 16");
@@ -407,7 +372,7 @@ TEST_F(CtlCli, OptionsGoBeforeOrAfterTheCommand) {
 // No server needed below.
 
 TEST(CtlCliOffline, UnreachableServerExitsOne) {
-  const int port = free_port();
+  const int port = free_loopback_port();
   ASSERT_GT(port, 0);
   const CommandResult r = run_command(
       kBinary + " ctl status --timeout 2 --url http://127.0.0.1:" + std::to_string(port));
@@ -416,7 +381,7 @@ TEST(CtlCliOffline, UnreachableServerExitsOne) {
 }
 
 TEST(CtlCliOffline, BadDurationsExitTwoNamingTheFlag) {
-  const int port = free_port();  // never contacted: the duration is checked first
+  const int port = free_loopback_port();  // never contacted: the duration is checked first
   for (const std::string ttl :
        {"10x", "1h1h", "30m1h", "m", "1h30", "0", "0s", "1..5s", "-5", "", "5 m"}) {
     // "--ttl=-5": a value starting with '-' must be attached to its flag.
@@ -430,7 +395,7 @@ TEST(CtlCliOffline, BadDurationsExitTwoNamingTheFlag) {
 }
 
 TEST(CtlCliOffline, BadArgumentsExitTwo) {
-  const std::string url = " --url http://127.0.0.1:" + std::to_string(free_port());
+  const std::string url = " --url http://127.0.0.1:" + std::to_string(free_loopback_port());
   struct Case {
     std::string args;
     std::string expected;  // in the output

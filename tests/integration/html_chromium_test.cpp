@@ -14,23 +14,14 @@
 #include <regex>
 #include <sstream>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
 
 using testing::run_command;
 using testing::shell_quote;
-
-const std::string kBinary = LAGPILOT_BINARY;
-const std::string kTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 // The Chromium binary, or "" when none is installed (LAGPILOT_CHROMIUM overrides).
 std::string find_chromium() {
@@ -168,10 +159,8 @@ TEST_F(HtmlChromium, DetectorsCatchConsoleErrorsAndNetworkRequests) {
 
 TEST_F(HtmlChromium, SimReportLoadsWithChartsTableAndNoErrorsOrNetwork) {
   const std::string report = dir_ / "report.html";
-  auto sim =
-      run_command(kBinary + " sim --trace " + shell_quote(kTraces + "nab_Twitter_volume_AAPL.csv") +
-                  " --speedup 300 --peak-load 1.2 --policy pid,static:8 --threads 2 --html " +
-                  shell_quote(report));
+  auto sim = run_command(
+      testing::sim_command("--policy pid,static:8 --threads 2 --html " + shell_quote(report)));
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   const std::string html = slurp(report);
   ASSERT_FALSE(html.empty());

@@ -2,12 +2,9 @@
 // Prometheus's HTTP API with sane values, Prometheus loads and evaluates config/'s alert rules,
 // and every query of the Grafana dashboard and of the KEDA ScaledObject returns data.
 // Skipped (with a message) only where /usr/bin/prometheus is not installed.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,35 +15,18 @@
 #include <regex>
 #include <thread>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 #include "ops_artifacts.h"
 
 namespace lagpilot {
 namespace {
 
 using testing::ChildProcess;
+using testing::free_loopback_port;
 namespace fs = std::filesystem;
 
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 constexpr std::chrono::seconds kDeadline{60};  // for everything to show up; typically ~10 s
-
-// A loopback TCP port nobody listens on now (the kernel's pick for a bind to port 0).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind to an ephemeral port failed");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Reads a child's stdout until it exits, so that it never blocks on a full pipe. Kills the
 // child before joining (the read ends at EOF).
@@ -121,8 +101,8 @@ class PrometheusScrape : public ::testing::Test {
 
 TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts) {
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  const int lagpilot_port = free_port();
-  const int prometheus_port = free_port();
+  const int lagpilot_port = free_loopback_port();
+  const int prometheus_port = free_loopback_port();
   const int min_workers = 3, max_workers = 7;
   {
     std::ofstream config(dir_ + "/lagpilot.json");

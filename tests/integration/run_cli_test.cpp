@@ -5,34 +5,22 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
-#include "child_process.h"
-#include <nlohmann/json.hpp>
-
+#include "cli_test_util.h"
 #include "controller/ledger.h"
 
 namespace lagpilot {
 namespace {
 
 using testing::ChildProcess;
+using testing::kBinary;
 using testing::run_command;
 using testing::shell_quote;
 
-const std::string kBinary = LAGPILOT_BINARY;
-
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("lagpilot-it-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
-std::string write_file(const std::string& name, const std::string& content) {
-  const std::string path = temp_path(name);
-  std::ofstream(path) << content;
-  return path;
-}
+const testing::ScratchDir kScratch("lagpilot-it");
 
 TEST(RunCli, PrintConfigShowsDocumentedDefaults) {
   auto r = run_command(kBinary + " run --print-config");
@@ -67,11 +55,12 @@ TEST(RunCli, BadConfigExitsTwoNamingThePath) {
   };
   int i = 0;
   for (const auto& c : cases) {
-    const std::string path = write_file("bad" + std::to_string(i++) + ".json", c.json);
+    const std::string path = kScratch.write("bad" + std::to_string(i++) + ".json", c.json);
     auto r = run_command(kBinary + " run --print-config --config " + shell_quote(path));
     EXPECT_EQ(r.exit_code, 2) << c.json << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos)
-        << "expected '" << c.expected << "' in:\n" << r.output;
+        << "expected '" << c.expected << "' in:\n"
+        << r.output;
     EXPECT_NE(r.output.find(path), std::string::npos) << "error must name the file: " << r.output;
   }
 }
@@ -101,7 +90,7 @@ TEST(BrokerCli, KcatProducesAndConsumes) {
   }
   ChildProcess broker({kBinary, "broker", "--topic", "events", "--partitions", "4"});
   const std::string bootstrap = start_broker(broker);
-  const std::string input = temp_path("kcat-in.txt");
+  const std::string input = kScratch.path("kcat-in.txt");
   {
     std::ofstream out(input);
     for (int i = 0; i < 100; ++i) out << "message-" << i << "\n";
@@ -129,9 +118,9 @@ TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
   ASSERT_EQ(p.exit_code, 0) << p.output;
   ASSERT_NE(p.output.find("delivered=" + std::to_string(total)), std::string::npos) << p.output;
 
-  const std::string ledger = temp_path("crash-ledger.txt");
+  const std::string ledger = kScratch.path("crash-ledger.txt");
   std::filesystem::remove(ledger);
-  const std::string config = write_file(
+  const std::string config = kScratch.write(
       "crash.json", R"({"broker": "external", "handler": {"service_mean_seconds": 0.002},
                         "kafka": {"commit_interval_seconds": 0.5,
                                   "properties": {"session.timeout.ms": "6000",
@@ -139,9 +128,9 @@ TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pause_ms(1500, 5000);
   for (int kill = 0; kill < 5; ++kill) {
-    ChildProcess run({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
-                      ledger},
-                     temp_path("crash-run.log"));
+    ChildProcess run(
+        {kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger", ledger},
+        kScratch.path("crash-run.log"));
     // Real processes on the wall clock: this is the point of the test.
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     run.signal(SIGKILL);
@@ -149,7 +138,7 @@ TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
   }
   ChildProcess last({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                      ledger, "--until-drained"},
-                    temp_path("crash-run.log"));
+                    kScratch.path("crash-run.log"));
   EXPECT_EQ(last.wait(), 0);
 
   std::vector<int> seen(total, 0);
@@ -171,17 +160,17 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   auto p = run_command(kBinary + " produce --bootstrap " + bootstrap +
                        " --topic events --rate 50000 --count 3000");
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  const std::string ledger = temp_path("term-ledger.txt");
+  const std::string ledger = kScratch.path("term-ledger.txt");
   std::filesystem::remove(ledger);
   // A short session timeout: the mock cluster waits that long for a departed member.
-  const std::string config = write_file(
-      "term.json", R"({"kafka": {"commit_interval_seconds": 0.5,
+  const std::string config =
+      kScratch.write("term.json", R"({"kafka": {"commit_interval_seconds": 0.5,
                                  "properties": {"session.timeout.ms": "6000",
                                                 "heartbeat.interval.ms": "500"}}})");
   {
     ChildProcess run({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                       ledger, "--log-format", "json"},
-                     temp_path("term-run.log"));
+                     kScratch.path("term-run.log"));
     // Wait (on the child's own status lines) until the backlog is consumed and committed.
     for (int lines = 0; lines < 120; ++lines) {
       const std::string line = run.read_line();
@@ -197,7 +186,7 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   // Everything was committed on the way out: a second consumer in the group gets nothing again.
   ChildProcess again({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                       ledger, "--until-drained"},
-                     temp_path("term-run.log"));
+                     kScratch.path("term-run.log"));
   EXPECT_EQ(again.wait(), 0);
   EXPECT_EQ(read_ledger(ledger).size(), first);
   broker.signal(SIGTERM);

@@ -3,50 +3,33 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
 
+using testing::kBinary;
 using testing::run_command;
 using testing::shell_quote;
+using testing::sim_command;
+using testing::slurp;
 
-const std::string kBinary = LAGPILOT_BINARY;
-const std::string kTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
-
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("lagpilot-sim-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string sim(const std::string& args) {
-  return kBinary + " sim --trace " + shell_quote(kTraces + "nab_Twitter_volume_AAPL.csv") +
-         " --speedup 300 --peak-load 1.2 " + args;
-}
+const testing::ScratchDir kScratch("lagpilot-sim");
 
 TEST(SimCli, PrintsOneRowPerPolicyAndSameSeedGivesIdenticalJson) {
-  const std::string a = temp_path("a.json"), b = temp_path("b.json"), c = temp_path("c.json");
+  const std::string a = kScratch.path("a.json"), b = kScratch.path("b.json"),
+                    c = kScratch.path("c.json");
   const std::string policies = " --policy pid,threshold,hpa,keda,static:16 ";
-  auto r1 = run_command(sim(policies + "--seed 7 --json " + a));
+  auto r1 = run_command(sim_command(policies + "--seed 7 --json " + a));
   ASSERT_EQ(r1.exit_code, 0) << r1.output;
   for (const char* label : {"pid", "threshold", "hpa", "keda", "static:16", "lag_integral",
                             "worker_seconds", "reversals", "final_lag"}) {
     EXPECT_NE(r1.output.find(label), std::string::npos) << label << " missing in\n" << r1.output;
   }
-  ASSERT_EQ(run_command(sim(policies + "--seed 7 --threads 1 --json " + b)).exit_code, 0);
-  ASSERT_EQ(run_command(sim(policies + "--seed 8 --json " + c)).exit_code, 0);
+  ASSERT_EQ(run_command(sim_command(policies + "--seed 7 --threads 1 --json " + b)).exit_code, 0);
+  ASSERT_EQ(run_command(sim_command(policies + "--seed 8 --json " + c)).exit_code, 0);
   EXPECT_EQ(slurp(a), slurp(b)) << "same seed must give byte-identical JSON";
   EXPECT_NE(slurp(a), slurp(c)) << "a different seed should change the arrivals";
 
@@ -61,8 +44,8 @@ TEST(SimCli, PrintsOneRowPerPolicyAndSameSeedGivesIdenticalJson) {
 }
 
 TEST(SimCli, CsvHasTheSeriesOfEveryPolicy) {
-  const std::string csv = temp_path("series.csv");
-  auto r = run_command(sim("--policy pid,static:8 --csv " + csv));
+  const std::string csv = kScratch.path("series.csv");
+  auto r = run_command(sim_command("--policy pid,static:8 --csv " + csv));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(csv);
   std::string header;
@@ -78,7 +61,7 @@ TEST(SimCli, CsvHasTheSeriesOfEveryPolicy) {
 }
 
 TEST(SimCli, MalformedTraceNamesFileAndLine) {
-  const std::string bad = temp_path("bad.csv");
+  const std::string bad = kScratch.path("bad.csv");
   std::ofstream(bad) << "timestamp,value\n2020-01-01 00:00:00,5\n2020-01-01 00:01:00,five\n";
   auto r = run_command(kBinary + " sim --trace " + shell_quote(bad) + " --policy pid");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -86,13 +69,13 @@ TEST(SimCli, MalformedTraceNamesFileAndLine) {
 }
 
 TEST(SimCli, BadPolicySpecOrConfigExitsTwo) {
-  auto r = run_command(sim("--policy pid:kp=-1"));
+  auto r = run_command(sim_command("--policy pid:kp=-1"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("kp"), std::string::npos) << r.output;
-  EXPECT_EQ(run_command(sim("--policy nosuch")).exit_code, 2);
-  const std::string cfg = temp_path("sim.json");
+  EXPECT_EQ(run_command(sim_command("--policy nosuch")).exit_code, 2);
+  const std::string cfg = kScratch.path("sim.json");
   std::ofstream(cfg) << R"({"sim": {"batch_size": 0}})";
-  r = run_command(sim("--policy pid --config " + cfg));
+  r = run_command(sim_command("--policy pid --config " + cfg));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("sim.batch_size"), std::string::npos) << r.output;
 }
@@ -103,8 +86,8 @@ TEST(SimCli, EveryExampleConfigLoads) {
     if (entry.path().extension() != ".json") continue;
     // Not lagpilot configs: the Grafana dashboard (checked by OpsArtifacts).
     if (entry.path().parent_path().filename() == "grafana") continue;
-    auto r = run_command(kBinary + " run --print-config --config " +
-                         shell_quote(entry.path().string()));
+    auto r =
+        run_command(kBinary + " run --print-config --config " + shell_quote(entry.path().string()));
     EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.output;
   }
 }

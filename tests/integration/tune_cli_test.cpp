@@ -2,46 +2,31 @@
 // accepts, determinism across thread counts, and errors that name the file and the JSON path.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
 
+using testing::kBinary;
+using testing::kTraces;
 using testing::run_command;
 using testing::shell_quote;
+using testing::slurp;
 
-const std::string kBinary = LAGPILOT_BINARY;
-const std::string kTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
+const testing::ScratchDir kScratch("lagpilot-tune");
 
-std::string temp_path(const std::string& name) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("lagpilot-tune-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Small traces: 55 days of 5-minute Twitter counts compressed 300x (4.4 h, 1 s bins) to train
-// on; held out, the first 62 days of the NYC taxi trace, compressed the same way (5.2 h).
+// Small traces: the Twitter trace (twitter_trace_args) to train on; held out, the first 62 days
+// of the NYC taxi trace, compressed the same way (5.2 h).
 std::string tune(const std::string& args) {
-  return kBinary + " tune --train " + shell_quote(kTraces + "nab_Twitter_volume_AAPL.csv") +
-         " --speedup 300 --peak-load 1.2 --fidelity batch " + args;
+  return kBinary + " tune " + testing::twitter_trace_args("--train") + " --fidelity batch " + args;
 }
 
 TEST(TuneCli, WritesAConfigThatRunAcceptsAndShowsTrainAndTest) {
-  const std::string best = temp_path("best.json");
-  const std::string test_trace = temp_path("taxi.csv");
+  const std::string best = kScratch.path("best.json");
+  const std::string test_trace = kScratch.path("taxi.csv");
   // The held-out trace: 2999 half-hour rows of the taxi trace.
   {
     std::ifstream in(kTraces + "nab_nyc_taxi.csv");
@@ -75,14 +60,12 @@ TEST(TuneCli, WritesAConfigThatRunAcceptsAndShowsTrainAndTest) {
   EXPECT_EQ(effective["guards"], written["guards"]);
 
   // `lagpilot sim --config best.json` replays what was tuned.
-  auto sim =
-      run_command(kBinary + " sim --trace " + shell_quote(kTraces + "nab_Twitter_volume_AAPL.csv") +
-                  " --speedup 300 --peak-load 1.2 --policy pid --config " + shell_quote(best));
+  auto sim = run_command(testing::sim_command("--policy pid --config " + shell_quote(best)));
   EXPECT_EQ(sim.exit_code, 0) << sim.output;
 }
 
 TEST(TuneCli, SameSeedSameJsonWhateverTheThreads) {
-  const std::string a = temp_path("a.json"), b = temp_path("b.json");
+  const std::string a = kScratch.path("a.json"), b = kScratch.path("b.json");
   const std::string args = "--policy threshold --strategy nelder-mead --budget 8 --seed 5 ";
   auto r1 = run_command(tune(args + "--threads 1 --json " + shell_quote(a)));
   ASSERT_EQ(r1.exit_code, 0) << r1.output;
@@ -101,10 +84,10 @@ TEST(TuneCli, SameSeedSameJsonWhateverTheThreads) {
 }
 
 TEST(TuneCli, GridWithASpaceFileAndWeights) {
-  const std::string space = temp_path("space.json");
+  const std::string space = kScratch.path("space.json");
   std::ofstream(space) << R"({"tune": {"policy": "static",
       "params": {"workers": {"min": 4, "max": 16, "points": 4}}}})";
-  const std::string out = temp_path("grid.json");
+  const std::string out = kScratch.path("grid.json");
   auto r = run_command(tune("--space " + shell_quote(space) +
                             " --strategy grid --budget 4 --weights slo=1000,actions=0 --json " +
                             shell_quote(out)));
@@ -119,7 +102,7 @@ TEST(TuneCli, GridWithASpaceFileAndWeights) {
 }
 
 TEST(TuneCli, BadInputNamesTheFileAndThePath) {
-  const std::string space = temp_path("bad_space.json");
+  const std::string space = kScratch.path("bad_space.json");
   std::ofstream(space) << R"({"policy": "pid", "params": {"kp": {"min": 0.5, "max": 0.1}}})";
   auto r = run_command(tune("--space " + shell_quote(space) + " --budget 2"));
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -5,52 +5,19 @@
 #include <thread>
 
 #include "policies/controller.h"
+#include "tests/policies/controller_fakes.h"
 
 namespace lagpilot {
 namespace {
 
-// Lag set by the test; current workers = the actuator's size.
-struct FakeSampler : Sampler {
-  int64_t lag = 0;
-  const int* workers = nullptr;
-  Observation sample(double now) override {
-    Observation o;
-    o.time = now;
-    o.total_lag = lag;
-    o.current_workers = *workers;
-    return o;
-  }
-};
+using testing::FixedPolicy;
+using testing::guards_without_window;
 
-struct FakeActuator : Actuator {
-  int workers = 4;
-  int calls = 0;
-  void resize(int n) override {
-    workers = n;
-    ++calls;
-  }
-};
-
-// Asks for a fixed size, named after it ("fixed-7").
-struct FixedPolicy : Policy {
-  int n;
-  explicit FixedPolicy(int v) : n(v) {}
-  std::string name() const override { return "fixed-" + std::to_string(n); }
-  Proposal decide(const Observation&) override { return {n, "fixed"}; }
-  nlohmann::json params() const override { return {{"workers", n}}; }
-};
-
-class ControllerEvents : public ::testing::Test {
+class ControllerEvents : public ::testing::Test, protected testing::FakeSamplerAndActuator {
  protected:
-  ControllerEvents() {
-    sampler.workers = &actuator.workers;
-    GuardConfig g;
-    g.scale_down_window_seconds = 0;
-    controller =
-        std::make_unique<Controller>(sampler, actuator, std::make_unique<FixedPolicy>(7), g);
-  }
-  FakeActuator actuator;
-  FakeSampler sampler;
+  ControllerEvents()
+      : controller(std::make_unique<Controller>(sampler, actuator, std::make_unique<FixedPolicy>(7),
+                                                guards_without_window())) {}
   std::unique_ptr<Controller> controller;
 };
 
@@ -133,9 +100,7 @@ TEST_F(ControllerEvents, SetPolicyWithoutATimeUsesTheLastTick) {
 }
 
 TEST_F(ControllerEvents, EventsAreOrderedAndBoundedByTheHistoryLimit) {
-  GuardConfig g;
-  g.scale_down_window_seconds = 0;
-  Controller small(sampler, actuator, std::make_unique<FixedPolicy>(5), g, 3);
+  Controller small(sampler, actuator, std::make_unique<FixedPolicy>(5), guards_without_window(), 3);
   small.tick(1.0);
   small.record_event(2.0, "api", "paused by api");
   small.record_event(3.0, "api", "resumed by api");
@@ -150,9 +115,8 @@ TEST_F(ControllerEvents, EventsAreOrderedAndBoundedByTheHistoryLimit) {
 
 // record_event() from another thread while the control thread ticks (for the sanitizer builds).
 TEST_F(ControllerEvents, RecordEventIsSafeWhileTicking) {
-  GuardConfig g;
-  g.scale_down_window_seconds = 0;
-  Controller c(sampler, actuator, std::make_unique<FixedPolicy>(7), g, 5000);  // keeps all
+  Controller c(sampler, actuator, std::make_unique<FixedPolicy>(7), guards_without_window(),
+               5000);  // keeps all
   std::thread control([&] {
     for (int i = 1; i <= 2000; ++i) c.tick(i);
   });

@@ -3,31 +3,14 @@
 
 #include "policies/controller.h"
 #include "policies/event_queue.h"
+#include "tests/policies/controller_fakes.h"
 
 namespace lagpilot {
 namespace {
 
-// A sampler whose lag the test sets; reports the actuator's size as current workers.
-struct FakeSampler : Sampler {
-  int64_t lag = 0;
-  int* workers = nullptr;
-  Observation sample(double now) override {
-    Observation o;
-    o.time = now;
-    o.total_lag = lag;
-    o.current_workers = *workers;
-    return o;
-  }
-};
-
-struct FakeActuator : Actuator {
-  int workers = 4;
-  int calls = 0;
-  void resize(int n) override {
-    workers = n;
-    ++calls;
-  }
-};
+using testing::FixedPolicy;
+using testing::guards_without_window;
+using Fixture = testing::FakeSamplerAndActuator;
 
 // Asks for lag / 100 workers and remembers the bounds it saw.
 struct LagOverHundred : Policy {
@@ -40,19 +23,11 @@ struct LagOverHundred : Policy {
   nlohmann::json params() const override { return nlohmann::json::object(); }
 };
 
-struct Fixture {
-  FakeActuator actuator;
-  FakeSampler sampler;
-  Fixture() { sampler.workers = &actuator.workers; }
-};
-
 TEST(Controller, TickSamplesDecidesGuardsAndActuates) {
   Fixture f;
   auto policy = std::make_unique<LagOverHundred>();
   LagOverHundred* raw = policy.get();
-  GuardConfig g;
-  g.scale_down_window_seconds = 0;
-  Controller c(f.sampler, f.actuator, std::move(policy), g);
+  Controller c(f.sampler, f.actuator, std::move(policy), guards_without_window());
   f.sampler.lag = 1000;
   Decision d = c.tick(1.0);
   EXPECT_EQ(d.workers, 10);
@@ -69,9 +44,7 @@ TEST(Controller, TickSamplesDecidesGuardsAndActuates) {
 
 TEST(Controller, DrivenByEventQueueWithOverrideExpiry) {
   Fixture f;
-  GuardConfig g;
-  g.scale_down_window_seconds = 0;
-  Controller c(f.sampler, f.actuator, std::make_unique<LagOverHundred>(), g);
+  Controller c(f.sampler, f.actuator, std::make_unique<LagOverHundred>(), guards_without_window());
   f.sampler.lag = 600;
   EventQueue<int> events;  // payload: 0 = tick
   for (int t = 1; t <= 20; ++t) events.schedule(t, 0);
@@ -88,19 +61,10 @@ TEST(Controller, DrivenByEventQueueWithOverrideExpiry) {
 }
 
 TEST(Controller, PolicySwapTakesEffectOnNextTick) {
-  struct Fixed : Policy {
-    int n;
-    explicit Fixed(int v) : n(v) {}
-    std::string name() const override { return "fixed"; }
-    Proposal decide(const Observation&) override { return {n, "fixed"}; }
-    nlohmann::json params() const override { return {{"workers", n}}; }
-  };
   Fixture f;
-  GuardConfig g;
-  g.scale_down_window_seconds = 0;
-  Controller c(f.sampler, f.actuator, std::make_unique<Fixed>(5), g);
+  Controller c(f.sampler, f.actuator, std::make_unique<FixedPolicy>(5), guards_without_window());
   EXPECT_EQ(c.tick(1).workers, 5);
-  c.set_policy(std::make_unique<Fixed>(9));
+  c.set_policy(std::make_unique<FixedPolicy>(9));
   EXPECT_EQ(c.policy_params()["workers"], 9);
   EXPECT_EQ(c.tick(2).workers, 9);
 }

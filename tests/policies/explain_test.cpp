@@ -19,9 +19,12 @@
 #include "policies/guards.h"
 #include "policies/policy_factory.h"
 #include "tests/policies/fluid_plant.h"
+#include "tests/policies/policy_test_util.h"
 
 namespace lagpilot {
 namespace {
+
+using testing::build_policy;
 
 std::vector<std::string> specs() {
   std::vector<std::string> v = policy_names();
@@ -40,58 +43,9 @@ std::vector<std::string> specs() {
   return v;
 }
 
-std::unique_ptr<Policy> build(const std::string& spec) {
-  const PolicySpec s = parse_policy_spec(spec);
-  return make_policy(s.name, s.params);
-}
-
-// A hostile open-loop stream: bounds that change, empty and huge lags, zero rates, pools
-// outside the bounds, repeated timestamps.
+// A hostile open-loop stream: testing::random_observations with its default shape.
 std::vector<Observation> random_observations(uint32_t seed, int n) {
-  std::mt19937 rng(seed);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto uniform = [&](double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  };
-  std::vector<Observation> out;
-  double t = 100.0;
-  int min_w = 4, max_w = 16;
-  for (int i = 0; i < n; ++i) {
-    Observation o;
-    const double steps[] = {0.0, 0.5, 1.0, 1.0, 1.0, 5.0, 15.0, 40.0};
-    t += steps[pick(0, 7)];
-    o.time = t;
-    if (pick(0, 40) == 0) {
-      min_w = pick(1, 8);
-      max_w = pick(min_w, 32);
-    }
-    o.min_workers = min_w;
-    o.max_workers = max_w;
-    const int kind = pick(0, 4);
-    o.total_lag = kind == 0   ? 0
-                  : kind == 1 ? pick(0, 2000)
-                  : kind == 2 ? pick(0, 20000)
-                  : kind == 3 ? static_cast<int64_t>(pick(0, 1000000)) * 1000
-                              : pick(700, 6100);
-    o.assigned_partitions = pick(0, 24);
-    if (o.assigned_partitions > 0 && pick(0, 1) == 0) {
-      int64_t rest = o.total_lag;
-      for (int p = 0; p < o.assigned_partitions; ++p) {
-        const int64_t lag = p + 1 == o.assigned_partitions ? rest : rest / 2;
-        o.partition_lag.push_back({"t", p, lag});
-        rest -= lag;
-      }
-    }
-    o.arrival_rate = pick(0, 3) == 0 ? 0.0 : uniform(0.0, 3000.0);
-    o.processed_rate = pick(0, 3) == 0 ? 0.0 : uniform(0.0, 3000.0);
-    o.lag_slope = o.arrival_rate - o.processed_rate;
-    o.latency_p50 = uniform(0.0, 0.1);
-    o.latency_p99 = 3 * o.latency_p50;
-    o.current_workers = pick(0, 40);
-    o.busy_workers = uniform(0.0, o.current_workers);
-    out.push_back(o);
-  }
-  return out;
+  return testing::random_observations(seed, n, testing::RandomObservationShape{});
 }
 
 // Which ticks explain in the "mixed" run: long stretches of each, like the simulator (explains
@@ -113,9 +67,9 @@ TEST_P(PolicyExplain, SameNumbersWithAndWithoutTextOnRandomObservations) {
   const int n = 4000;
   const auto stream = random_observations(11, n);
   const auto mixed = mixed_explain(12, n);
-  auto with_text = build(GetParam());
-  auto without_text = build(GetParam());
-  auto mixed_text = build(GetParam());
+  auto with_text = build_policy(GetParam());
+  auto without_text = build_policy(GetParam());
+  auto mixed_text = build_policy(GetParam());
   int explained = 0;
   for (int i = 0; i < n; ++i) {
     Observation obs = stream[i];
@@ -146,8 +100,8 @@ TEST_P(PolicyExplain, SameNumbersWithAndWithoutTextInClosedLoop) {
     testing::FluidPlant plant_a, plant_b;
     plant_a.arrival = plant_b.arrival = arrival;
     plant_a.lag = plant_b.lag = 15000;
-    auto with_text = build(GetParam());
-    auto without_text = build(GetParam());
+    auto with_text = build_policy(GetParam());
+    auto without_text = build_policy(GetParam());
     for (int i = 0; i < 1500; ++i) {
       Observation oa = plant_a.observe();
       Observation ob = plant_b.observe();
@@ -166,9 +120,7 @@ TEST_P(PolicyExplain, SameNumbersWithAndWithoutTextInClosedLoop) {
 }
 
 std::string spec_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string out;
-  for (char ch : info.param) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return out.substr(0, 50) + "_" + std::to_string(info.index);
+  return testing::spec_test_name(info.param, info.index, 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, PolicyExplain, ::testing::ValuesIn(specs()), spec_name);
@@ -188,7 +140,7 @@ TEST(ReasonText, PidMatchesPrintf) {
        {"pid", "pid:metric=drain_time", "pid:kp=0.125,ki=0,kd=0,dead_band=0,setpoint=1000",
         "pid:kp=0.005,ki=0.0025,kd=0.5,dead_band=0,setpoint=100,tracking_time_seconds=0",
         "pid:kp=0.001,setpoint=3.5,dead_band=0.75,measurement_filter_seconds=3"}) {
-    auto policy = build(spec);
+    auto policy = build_policy(spec);
     const nlohmann::json params = policy->params();
     const bool drain = params["metric"] == "drain_time";
     int checked = 0;
@@ -222,7 +174,7 @@ TEST(ReasonText, ThresholdMatchesPrintf) {
        {"threshold",
         "threshold:steps=[{\"above\":1500.5,\"below\":0.125,\"workers\":6},{\"above\":2500,"
         "\"workers\":8},{\"above\":1234567,\"below\":999999.5,\"workers\":16}]"}) {
-    auto policy = build(spec);
+    auto policy = build_policy(spec);
     const nlohmann::json steps = policy->params()["steps"];
     int from = -1;
     for (const Observation& obs : random_observations(23, 3000)) {
@@ -284,14 +236,14 @@ TEST(ReasonText, PeriodsMatchPrintf) {
   obs.min_workers = 4;
   obs.max_workers = 16;
   for (double period : {15.0, 7.5, 0.25, 86400.0}) {
-    auto hpa = build("hpa:sync_period_seconds=" + printf_text("%.17g", period));
+    auto hpa = build_policy("hpa:sync_period_seconds=" + printf_text("%.17g", period));
     hpa->decide(obs);
     Observation next = obs;
     next.time += period / 2;
     EXPECT_EQ(hpa->decide(next).reason,
               "between syncs (every " + printf_text("%.6g", period) + " s): hold 4");
-    auto keda = build("keda:cooldown_period_seconds=" + printf_text("%.17g", period) +
-                      ",activation_lag_threshold=10");
+    auto keda = build_policy("keda:cooldown_period_seconds=" + printf_text("%.17g", period) +
+                             ",activation_lag_threshold=10");
     obs.total_lag = 100;  // active: the cooldown starts here
     keda->decide(obs);
     next.total_lag = 0;

@@ -19,16 +19,17 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
 #include "policies/policy_factory.h"
 #include "tests/policies/fluid_plant.h"
+#include "tests/policies/policy_test_util.h"
 
 namespace lagpilot {
 namespace {
 
+using testing::build_policy;
 using testing::ClosedLoopRun;
 using testing::direction_reversals;
 using testing::FluidPlant;
@@ -58,75 +59,22 @@ std::vector<Variant> variants() {
   return v;
 }
 
-std::unique_ptr<Policy> build(const std::string& spec) {
-  const PolicySpec s = parse_policy_spec(spec);
-  return make_policy(s.name, s.params);
-}
-
-// A random but plausible-to-hostile observation stream: bounds that change, empty and huge
-// lags, zero rates, pools outside the bounds, repeated timestamps.
+// A random but plausible-to-hostile stream (testing::random_observations), starting later
+// and with lags around 900..5100 for the fifth kind.
 std::vector<Observation> random_observations(uint32_t seed, int n) {
-  std::mt19937 rng(seed);
-  auto uniform = [&](double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  };
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  std::vector<Observation> out;
-  double t = 1000.0;
-  int min_w = 4, max_w = 16;
-  for (int i = 0; i < n; ++i) {
-    Observation o;
-    const double steps[] = {0.0, 0.5, 1.0, 1.0, 1.0, 5.0, 15.0, 30.0};
-    t += steps[pick(0, 7)];
-    o.time = t;
-    if (pick(0, 50) == 0) {
-      min_w = pick(1, 8);
-      max_w = pick(min_w, 32);
-    }
-    o.min_workers = min_w;
-    o.max_workers = max_w;
-    switch (pick(0, 4)) {
-      case 0:
-        o.total_lag = 0;
-        break;
-      case 1:
-        o.total_lag = pick(0, 2000);
-        break;
-      case 2:
-        o.total_lag = pick(0, 20000);
-        break;
-      case 3:
-        o.total_lag = static_cast<int64_t>(pick(0, 1000000)) * 1000;
-        break;
-      default:
-        o.total_lag = pick(900, 5100);
-        break;
-    }
-    o.assigned_partitions = pick(0, 24);
-    if (o.assigned_partitions > 0 && pick(0, 1) == 0) {
-      int64_t rest = o.total_lag;
-      for (int p = 0; p < o.assigned_partitions; ++p) {
-        const int64_t lag = p + 1 == o.assigned_partitions ? rest : rest / 2;
-        o.partition_lag.push_back({"t", p, lag});
-        rest -= lag;
-      }
-    }
-    o.arrival_rate = pick(0, 3) == 0 ? 0.0 : uniform(0.0, 3000.0);
-    o.processed_rate = pick(0, 3) == 0 ? 0.0 : uniform(0.0, 3000.0);
-    o.lag_slope = o.arrival_rate - o.processed_rate;
-    o.latency_p50 = uniform(0.0, 0.1);
-    o.latency_p99 = o.latency_p50 * 3;
-    o.current_workers = pick(0, 40);
-    o.busy_workers = uniform(0.0, o.current_workers);
-    out.push_back(o);
-  }
-  return out;
+  testing::RandomObservationShape shape;
+  shape.start_time = 1000.0;
+  shape.longest_step = 30.0;
+  shape.bounds_change_odds = 50;
+  shape.around_min_lag = 900;
+  shape.around_max_lag = 5100;
+  return testing::random_observations(seed, n, shape);
 }
 
 class PolicyConformance : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(PolicyConformance, ProposalStaysWithinBounds) {
-  auto policy = build(GetParam().spec);
+  auto policy = build_policy(GetParam().spec);
   for (const Observation& obs : random_observations(42, 3000)) {
     const Proposal p = policy->decide(obs);
     ASSERT_GE(p.workers, obs.min_workers) << "t=" << obs.time << " lag=" << obs.total_lag;
@@ -138,7 +86,7 @@ TEST_P(PolicyConformance, ProposalStaysWithinBounds) {
 
 TEST_P(PolicyConformance, ProposalStaysWithinBoundsInClosedLoop) {
   for (double arrival : {0.0, 200.0, 650.0, 1150.0, 5000.0}) {
-    auto policy = build(GetParam().spec);
+    auto policy = build_policy(GetParam().spec);
     FluidPlant plant;
     plant.arrival = arrival;
     plant.lag = 30000;
@@ -151,8 +99,8 @@ TEST_P(PolicyConformance, ProposalStaysWithinBoundsInClosedLoop) {
 }
 
 TEST_P(PolicyConformance, IsDeterministic) {
-  auto a = build(GetParam().spec);
-  auto b = build(GetParam().spec);
+  auto a = build_policy(GetParam().spec);
+  auto b = build_policy(GetParam().spec);
   const auto stream = random_observations(7, 2000);
   for (const Observation& obs : stream) {
     const Proposal pa = a->decide(obs);
@@ -173,7 +121,7 @@ TEST_P(PolicyConformance, NoFlappingUnderConstantLoad) {
   const double settle = 1800.0, total = 3600.0;
   for (double arrival : loads) {
     for (double backlog : {0.0, 20000.0}) {
-      auto policy = build(GetParam().spec);
+      auto policy = build_policy(GetParam().spec);
       FluidPlant plant;
       plant.arrival = arrival;
       plant.lag = backlog;
@@ -195,9 +143,7 @@ TEST_P(PolicyConformance, ParamsRoundTrip) {
 }
 
 std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
-  std::string out;
-  for (char c : info.param.spec) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out.substr(0, 60) + "_" + std::to_string(info.index);
+  return testing::spec_test_name(info.param.spec, info.index, 60);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, PolicyConformance, ::testing::ValuesIn(variants()),

@@ -242,6 +242,31 @@ TEST(SimConfig, DefaultsRoundTripAndErrors) {
   EXPECT_EQ(error_of({{"modle", {}}}), "sim.modle");
 }
 
+// The lag SLO is the config's top-level "lag_slo" (cli::AppConfig::sim_config()); an old
+// config's "sim.lag_slo" is refused with directions, and to_json() leaves the field out so
+// that what it writes loads again.
+TEST(SimConfig, LagSloIsNotPartOfTheSimObject) {
+  try {
+    SimConfig::from_json({{"tick_seconds", 2}, {"lag_slo", 5000}}, "sim");
+    ADD_FAILURE() << "sim.lag_slo was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "sim.lag_slo");
+    EXPECT_NE(std::string(e.what()).find("moved to the top level"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"lag_slo\": 5000"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(SimConfig::from_json({{"lag_slo", "high"}}, "sim"), ConfigError);
+
+  SimConfig c;
+  c.lag_slo = 1234;
+  c.tick_seconds = 2;
+  const nlohmann::json j = c.to_json();
+  EXPECT_FALSE(j.contains("lag_slo")) << j;
+  const SimConfig back = SimConfig::from_json(j, "sim");
+  EXPECT_EQ(back.to_json(), j);
+  EXPECT_DOUBLE_EQ(back.tick_seconds, 2.0);
+  EXPECT_EQ(back.lag_slo, SimConfig{}.lag_slo);
+}
+
 TEST(SimConfig, AutoFidelityFollowsTheMessageCount) {
   SimConfig c;
   c.auto_message_limit = 1000;

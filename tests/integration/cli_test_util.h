@@ -1,0 +1,93 @@
+#pragma once
+// What the integration tests that run the lagpilot binary share besides child processes
+// (child_process.h): where the binary and the bundled traces are, a scratch directory per test
+// file and process for the files a test writes, reading a file whole, and a free loopback port
+// for a server the test starts. Test code: plain functions and an immutable object, any thread.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "child_process.h"
+
+namespace lagpilot::testing {
+
+// The lagpilot binary under test (tests/CMakeLists.txt sets LAGPILOT_BINARY).
+inline const std::string kBinary = LAGPILOT_BINARY;
+// The traces in the source tree, with a trailing slash.
+inline const std::string kTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
+
+// The trace most CLI tests replay, as arguments: `flag` (--trace, --train) naming 55 days of
+// 5-minute Twitter counts, compressed 300x (4.4 h, 1 s bins) and scaled to peak at 1.2 x the
+// capacity at max workers.
+inline std::string twitter_trace_args(const std::string& flag) {
+  return flag + " " + shell_quote(kTraces + "nab_Twitter_volume_AAPL.csv") +
+         " --speedup 300 --peak-load 1.2";
+}
+
+// The command line of `lagpilot sim` on that trace, then `args`.
+inline std::string sim_command(const std::string& args) {
+  return kBinary + " sim " + twitter_trace_args("--trace") + " " + args;
+}
+
+// The whole file, byte for byte; "" when it cannot be read.
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The directory <system temp dir>/<prefix>-<pid>, made on first use and left behind for a look
+// after a failure. Each test file names its own prefix, so that files of the same name written
+// by different test files do not meet.
+class ScratchDir {
+ public:
+  explicit ScratchDir(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  // The path of `name` in the directory (which exists after the call).
+  std::string path(const std::string& name) const {
+    const auto dir =
+        std::filesystem::temp_directory_path() / (prefix_ + "-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return (dir / name).string();
+  }
+
+  // Writes `content` (byte for byte) to `name` in the directory; returns its path.
+  std::string write(const std::string& name, const std::string& content) const {
+    const std::string file = path(name);
+    std::ofstream(file, std::ios::binary) << content;
+    return file;
+  }
+
+ private:
+  std::string prefix_;
+};
+
+// A loopback TCP port nobody listens on now (the kernel's pick for a bind to port 0). Throws
+// std::runtime_error if the kernel gives none.
+inline int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("free_loopback_port: socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("free_loopback_port: bind to an ephemeral port failed");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace lagpilot::testing
