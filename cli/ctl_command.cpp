@@ -113,11 +113,13 @@ double parse_duration(const std::string& text, const std::string& flag) {
   return total;
 }
 
-// 3725 -> "1h02m05s", 245 -> "4m05s", 12.3 -> "12s" (rounded up: time left).
+// 3725 -> "1h02m05s", 245 -> "4m05s", 12.3 -> "13s" (rounded up: time left). The server sends
+// expires_at - now, in which (now + 6) - now can come out as 6.000000000001: rounding ignores
+// anything under a microsecond, so that is "6s", not "7s".
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds)) return "?";
   if (seconds < 0) seconds = 0;
-  const long long s = static_cast<long long>(std::ceil(seconds));
+  const long long s = static_cast<long long>(std::ceil(seconds - 1e-6));
   char buf[64];
   if (s >= 86400) {
     std::snprintf(buf, sizeof buf, "%lldd%02lldh%02lldm", s / 86400, s % 86400 / 3600,
