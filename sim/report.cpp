@@ -18,15 +18,6 @@ double round9(double v) {
   return std::strtod(buf, nullptr);
 }
 
-// Rounds every float in a JSON value, recursively.
-nlohmann::json rounded(nlohmann::json j) {
-  if (j.is_number_float()) return round9(j.get<double>());
-  if (j.is_object() || j.is_array()) {
-    for (auto& v : j) v = rounded(std::move(v));
-  }
-  return j;
-}
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -57,6 +48,17 @@ std::string csv_number(double v) {
 }
 
 }  // namespace
+
+nlohmann::json rounded_json(nlohmann::json j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    return std::isfinite(v) ? nlohmann::json(round9(v)) : nlohmann::json(nullptr);
+  }
+  if (j.is_object() || j.is_array()) {
+    for (auto& v : j) v = rounded_json(std::move(v));
+  }
+  return j;
+}
 
 TraceInfo TraceInfo::of(const Trace& trace) {
   TraceInfo info;
@@ -150,7 +152,7 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
 }
 
 nlohmann::json kpis_to_json(const Kpis& k) {
-  return rounded(nlohmann::json{{"lag_integral_msg_s", k.lag_integral},
+  return rounded_json(nlohmann::json{{"lag_integral_msg_s", k.lag_integral},
                                 {"max_lag", k.max_lag},
                                 {"p99_lag", k.p99_lag},
                                 {"seconds_above_slo", k.seconds_above_slo},
@@ -203,7 +205,7 @@ nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& c
                    {"peak_rate", trace.peak_rate},
                    {"total_messages", trace.total_messages},
                    {"notes", trace.notes}};
-  return rounded(nlohmann::json{
+  return rounded_json(nlohmann::json{
       {"trace", std::move(t)}, {"sim", config.to_json()}, {"runs", std::move(runs)}});
 }
 

@@ -49,6 +49,10 @@ std::string format_kpi_table(const std::vector<RunResult>& results);
 // The KPIs of one run as a JSON object (numbers rounded as described above).
 nlohmann::json kpis_to_json(const Kpis& kpis);
 
+// `j` with every float rounded to 9 significant digits (short text that is the same on every
+// run) and non-finite floats as null (what dump() writes for them anyway). Pure.
+nlohmann::json rounded_json(nlohmann::json j);
+
 // {"trace": {...}, "sim": SimConfig::to_json(), "runs": [{"label", "policy", "params",
 //  "fidelity", "kpis": {...}, "scale_actions_recorded": [{"t", "from", "to", "reason"}...]}]}
 // (no series: see write_series_csv). With an oracle run (find_oracle) every run also has

@@ -18,6 +18,7 @@
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 #include "sim/random.h"
+#include "sim/report.h"
 
 namespace lagpilot::sim {
 namespace {
@@ -33,24 +34,6 @@ std::string number_text(double v) {
   std::ostringstream out;
   out << v;
   return out.str();
-}
-
-double round9(double v) {
-  if (!std::isfinite(v) || v == 0.0) return v;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return std::strtod(buf, nullptr);
-}
-
-nlohmann::json rounded(nlohmann::json j) {
-  if (j.is_number_float()) {
-    const double v = j.get<double>();
-    return std::isfinite(v) ? nlohmann::json(round9(v)) : nlohmann::json(nullptr);
-  }
-  if (j.is_object() || j.is_array()) {
-    for (auto& v : j) v = rounded(std::move(v));
-  }
-  return j;
 }
 
 int hardware_threads(int requested) {
@@ -1050,7 +1033,7 @@ nlohmann::json to_json(const TuneResult& result, const TuneSpace& space,
     if (!e.error.empty()) j["error"] = e.error;
     evaluations.push_back(std::move(j));
   }
-  return rounded(nlohmann::json{{"policy", result.policy},
+  return rounded_json(nlohmann::json{{"policy", result.policy},
                                 {"strategy", result.strategy},
                                 {"space", space.to_json()},
                                 {"weights", weights.to_json()},
