@@ -216,7 +216,7 @@ CommandMain add_run_command(CLI::App& app) {
                  cfg.policy_name, cfg.guards.min_workers, cfg.guards.max_workers);
 
     // The control API and /metrics on one port.
-    RuntimeMetrics metrics(std::make_shared<prometheus::Registry>());
+    RuntimeMetrics metrics(std::make_shared<prometheus::Registry>(), cfg.runtime.catch_up_seconds);
     ApiContext api_ctx(runtime.controller(), clock);
     api_ctx.token = api_token;
     api_ctx.metrics_text = [&metrics] { return metrics.render(); };

@@ -31,6 +31,9 @@ struct RuntimeConfig {
   double tick_seconds = 1.0;
   double shutdown_timeout_seconds = 10.0;
   double lag_slo = 10000;  // messages; "seconds above the lag SLO" counts ticks above it
+  // Capacity estimate (lagpilot_needed_workers, lagpilot_recommended_replicas): the backlog is
+  // to be drained within this many seconds on top of the arrivals (CapacityEstimator).
+  double catch_up_seconds = 60;
 
   // Reads this struct's keys from the top-level config object (leaves other keys alone).
   static void read_keys(JsonObjectReader& root, RuntimeConfig& config);

@@ -53,5 +53,15 @@ TEST(ConfigFileErrors, BadFieldNamesThePath) {
   EXPECT_NE(r.output.find(path + ": guards.min_workers"), std::string::npos) << r.output;
 }
 
+TEST(ConfigFileErrors, CatchUpSecondsIsReadAndChecked) {
+  const auto ok = print_config(kScratch.write("catch_up.json", R"({"catch_up_seconds": 300})"));
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("\"catch_up_seconds\": 300.0"), std::string::npos) << ok.output;
+  const std::string path = kScratch.write("catch_up_bad.json", R"({"catch_up_seconds": 0})");
+  const auto bad = print_config(path);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find(path + ": catch_up_seconds"), std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace lagpilot
