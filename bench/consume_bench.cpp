@@ -17,10 +17,11 @@
 #include <string>
 #include <thread>
 
-#include "controller/embedded_broker.h"
-#include "controller/kafka_source.h"
-#include "controller/producer.h"
-#include "controller/worker_pool.h"
+#include "controller/steady_clock.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/kafka/kafka_source.h"
+#include "controller/loadgen/producer.h"
+#include "controller/pool/worker_pool.h"
 
 using namespace lagpilot;
 

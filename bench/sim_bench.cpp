@@ -6,7 +6,7 @@
 //   BM_ModelOnly           the same events through ConsumerModel alone (no controller, no arrival
 //                          generator): the engine's own ceiling.
 //   BM_WorldCup98EngineOnly  the same trace under a do-nothing policy: the simulator's (and the
-//                          Controller's) own cost, without any policy's decide().
+//                          ControlLoop's) own cost, without any policy's decide().
 //   BM_WorldCup98Batch     the whole World Cup 98 trace (87 days of per-minute counts, 7.5 M
 //                          ticks of 1 s) scaled to peak at 1.2 x capacity(max_workers), batch
 //                          fidelity, under pid, threshold, hpa, keda and static:16, as

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/consumer_runtime.h"
-#include "controller/http_api.h"
+#include "controller/api/http_api.h"
 #include "policies/guards.h"
 #include "policies/policy.h"
 #include "sim/simulation.h"

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
-#include "controller/embedded_broker.h"
+#include "controller/loadgen/embedded_broker.h"
 
 namespace lagpilot::cli {
 

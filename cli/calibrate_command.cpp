@@ -12,12 +12,13 @@
 #include <fstream>
 #include <iostream>
 
+#include "controller/steady_clock.h"
 #include "cli/app_config.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
-#include "controller/calibration.h"
-#include "controller/embedded_broker.h"
-#include "controller/synthetic_handler.h"
+#include "controller/calibration/calibration.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/loadgen/synthetic_handler.h"
 #include "sim/consumer_model.h"
 #include "sim/simulation.h"
 

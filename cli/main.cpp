@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "lagpilot/version.h"
 
 int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries results (tables, status lines, the broker's address).
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
       "Samples consumer lag and latency every tick and resizes a worker pool with a policy\n"
       "(static, threshold, pid, hpa, keda) and guards; replays traces offline to compare them."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "lagpilot 0.1.0");
+  app.set_version_flag("--version", "lagpilot " LAGPILOT_VERSION);
 
   std::map<CLI::App*, lagpilot::cli::CommandMain> commands;
   auto add = [&](const char* name, const char* help, auto adder) {

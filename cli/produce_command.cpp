@@ -4,9 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/steady_clock.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
-#include "controller/producer.h"
+#include "controller/loadgen/producer.h"
 #include "sim/trace_reader.h"
 
 namespace lagpilot::cli {

@@ -14,15 +14,16 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include "controller/steady_clock.h"
 #include "cli/app_config.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
-#include "controller/embedded_broker.h"
-#include "controller/http_api.h"
-#include "controller/metrics.h"
-#include "controller/ledger.h"
-#include "controller/message_codec.h"
-#include "controller/producer.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/api/http_api.h"
+#include "controller/metrics/metrics.h"
+#include "controller/loadgen/ledger.h"
+#include "controller/loadgen/message_codec.h"
+#include "controller/loadgen/producer.h"
 #include "sim/trace_reader.h"
 
 namespace lagpilot::cli {

@@ -128,7 +128,7 @@ ConsumerRuntime::ConsumerRuntime(RuntimeConfig config, std::unique_ptr<Policy> p
   source_ = std::make_unique<KafkaSource>(config_.kafka, *pool_, std::move(handler), clock_);
   sampler_ = std::make_unique<LiveSampler>(*source_, *pool_);
   actuator_ = std::make_unique<PoolActuator>(*pool_);
-  controller_ = std::make_unique<Controller>(*sampler_, *actuator_, std::move(policy), guards);
+  controller_ = std::make_unique<ControlLoop>(*sampler_, *actuator_, std::move(policy), guards);
 }
 
 ConsumerRuntime::~ConsumerRuntime() {
@@ -139,7 +139,7 @@ void ConsumerRuntime::start() {
   source_->start();
 }
 
-ConsumerRuntime::TickReport ConsumerRuntime::tick() {
+TickReport ConsumerRuntime::tick() {
   const double now = clock_.now();
   TickReport report;
   report.decision = controller_->tick(now);
@@ -171,7 +171,7 @@ void ConsumerRuntime::stop() {
   }
 }
 
-std::string format_status_line(const ConsumerRuntime::TickReport& r, bool json) {
+std::string format_status_line(const TickReport& r, bool json) {
   const Observation& o = r.observation;
   const Decision& d = r.decision;
   if (json) {

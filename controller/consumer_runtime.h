@@ -1,5 +1,5 @@
 #pragma once
-// The live runtime: a KafkaSource feeding a WorkerPool, and the shared Controller resizing the
+// The live runtime: a KafkaSource feeding a WorkerPool, and the shared ControlLoop resizing the
 // pool every tick. Only the Sampler (Kafka lag + pool statistics) and the Actuator (the pool)
 // are specific to production; the policy and the guards are the ones the simulator runs.
 //
@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "controller/kafka_source.h"
-#include "controller/synthetic_handler.h"
-#include "controller/worker_pool.h"
+#include "controller/kafka/kafka_source.h"
+#include "controller/metrics/tick_report.h"
+#include "controller/loadgen/synthetic_handler.h"
+#include "controller/pool/worker_pool.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
-#include "policies/controller.h"
+#include "policies/control_loop.h"
 
 namespace lagpilot {
 
@@ -57,19 +58,13 @@ class ConsumerRuntime {
 
   // Starts the pool and the Kafka source (subscribes). kafka.bootstrap_servers must be set.
   void start();
-  struct TickReport {
-    Observation observation;
-    Decision decision;
-    SourceStats source;
-    PoolWindow pool;  // the pool's statistics over the tick window (latency histogram)
-  };
   // One control iteration: sample, decide, guard, resize.
   TickReport tick();
   // Stops fetching, lets in-flight messages finish (bounded by shutdown_timeout_seconds),
   // commits and closes the consumer. Idempotent.
   void stop();
 
-  Controller& controller() { return *controller_; }
+  ControlLoop& controller() { return *controller_; }
   WorkerPool& pool() { return *pool_; }
   KafkaSource& source() { return *source_; }
   RuntimeTotals totals() const { return totals_; }
@@ -85,7 +80,7 @@ class ConsumerRuntime {
   std::unique_ptr<KafkaSource> source_;
   std::unique_ptr<LiveSampler> sampler_;
   std::unique_ptr<PoolActuator> actuator_;
-  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<ControlLoop> controller_;
   RuntimeTotals totals_;
   double last_tick_ = -1;
   bool stopped_ = false;
@@ -93,6 +88,6 @@ class ConsumerRuntime {
 
 // A status line for humans ("t=12s in=1200/s lag=5600 p99=12.3ms workers 6->8 | pid: ...") or
 // one JSON object per line for machines.
-std::string format_status_line(const ConsumerRuntime::TickReport& report, bool json);
+std::string format_status_line(const TickReport& report, bool json);
 
 }  // namespace lagpilot

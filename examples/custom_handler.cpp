@@ -8,9 +8,10 @@
 #include <iostream>
 #include <thread>
 
+#include "controller/steady_clock.h"
 #include "controller/consumer_runtime.h"
-#include "controller/embedded_broker.h"
-#include "controller/producer.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/loadgen/producer.h"
 #include "policies/policy_factory.h"
 
 int main(int argc, char** argv) {

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "controller/api_requests.h"
+#include "controller/api/api_requests.h"
 #include "fuzz/policy_check.h"
 #include "policies/guards.h"
 

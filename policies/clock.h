@@ -1,10 +1,10 @@
 #pragma once
 // Time, injected. The control loop and everything it calls take time as a value or through a
-// Clock&; nothing reads the system clock on its own. SteadyClock is for the live runtime;
-// ManualClock is for tests and the simulator. Both are safe to read from any thread.
+// Clock&; nothing here reads the system clock. ManualClock is for tests and the simulator; the
+// live runtime's real clock is SteadyClock (controller/steady_clock.h). Safe to read from any
+// thread.
 
 #include <atomic>
-#include <chrono>
 
 namespace lagpilot {
 
@@ -13,18 +13,6 @@ class Clock {
   virtual ~Clock() = default;
   // Seconds since this clock's epoch.
   virtual double now() const = 0;
-};
-
-// Monotonic wall time; epoch = construction.
-class SteadyClock final : public Clock {
- public:
-  SteadyClock() : start_(std::chrono::steady_clock::now()) {}
-  double now() const override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
 };
 
 // Time that moves only when told to.

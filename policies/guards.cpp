@@ -75,7 +75,7 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   d.previous_workers = obs.current_workers;
   d.policy_workers = proposal.workers;
   d.policy = policy_name;
-  d.reason = proposal.reason;  // verbatim (the Controller moves it in instead of this copy)
+  d.reason = proposal.reason;  // verbatim (the ControlLoop moves it in instead of this copy)
   const int current = obs.current_workers;
   int w = proposal.workers;
   // Notes are text only: every rule below decides the same with or without them.

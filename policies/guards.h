@@ -11,7 +11,7 @@
 //                     hard limits, never to the soft bounds)
 //
 // Every guard that changes the size appends one sentence to Decision::guards.
-// Thread-safety: not thread-safe; the Controller serialises access.
+// Thread-safety: not thread-safe; the ControlLoop serialises access.
 
 #include <deque>
 #include <optional>

@@ -2,7 +2,7 @@
 // The `hpa` policy (Kubernetes HorizontalPodAutoscaler, autoscaling/v2, default behavior, on
 // the metric "lag per worker") and the HpaAlgorithm it shares with the `keda` policy.
 //
-// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 // HpaAlgorithm likewise: one owner, one thread.
 
 #include <deque>

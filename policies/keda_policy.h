@@ -1,7 +1,7 @@
 #pragma once
 // The `keda` policy: KEDA's Kafka scaler feeding the Kubernetes HPA.
 //
-// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

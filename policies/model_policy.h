@@ -1,7 +1,7 @@
 #pragma once
 // The `model` policy: DS2-style sizing from a measured scaling curve.
 //
-// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
 #include <nlohmann/json.hpp>
 #include <optional>

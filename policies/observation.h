@@ -33,7 +33,7 @@ struct Observation {
   int64_t queue_depth = 0;      // messages fetched but not yet started
   int64_t queue_capacity = 0;
   int assigned_partitions = 0;
-  // The bounds in force (filled in by the Controller from the guards), so a policy can size its
+  // The bounds in force (filled in by the ControlLoop from the guards), so a policy can size its
   // output range without holding a copy that would go stale when an operator changes them.
   int min_workers = 1;
   int max_workers = 1;
@@ -41,7 +41,7 @@ struct Observation {
   // notes in Decision::guards). When false, policies and guards may skip building that text
   // (it is the bulk of a tick's cost in long simulations: Proposal::reason is then empty and
   // so is Decision::guards); the numbers they decide must be identical either way. Set by whoever builds the Observation (the simulator clears it once
-  // it stops recording decisions); the Controller leaves it alone. The live runtime keeps it
+  // it stops recording decisions); the ControlLoop leaves it alone. The live runtime keeps it
   // true.
   bool explain = true;
 };

@@ -1,7 +1,7 @@
 #pragma once
 // The `pid` policy: a PID controller on total lag or on drain time.
 //
-// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // The Policy interface: turns an Observation into a desired worker count.
 //
-// Thread-safety contract: a Policy is NOT thread-safe. The Controller calls decide() from its
+// Thread-safety contract: a Policy is NOT thread-safe. The ControlLoop calls decide() from its
 // one control thread (or the simulator's event loop) and serialises every other access. A policy
 // never reads a clock: the only time it knows is Observation::time.
 

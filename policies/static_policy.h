@@ -1,7 +1,7 @@
 #pragma once
 // The `static` policy: a fixed pool size.
 //
-// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
 #include <nlohmann/json.hpp>
 #include <string>

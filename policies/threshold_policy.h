@@ -1,7 +1,7 @@
 #pragma once
 // The `threshold` policy: a step table on total lag with a hysteresis band per step.
 //
-// Thread-safety: like every Policy, not thread-safe; the Controller serialises calls.
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
 #include <nlohmann/json.hpp>
 #include <string>

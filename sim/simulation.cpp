@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "policies/config_reader.h"
-#include "policies/controller.h"
+#include "policies/control_loop.h"
 #include "sim/random.h"
 
 namespace lagpilot::sim {
@@ -175,7 +175,7 @@ class ArrivalGenerator {
   int64_t generated_ = 0;
 };
 
-// The Sampler and Actuator the Controller sees: the model, observed like a real consumer.
+// The Sampler and Actuator the ControlLoop sees: the model, observed like a real consumer.
 class SimulatedConsumer final : public Sampler, public Actuator {
  public:
   SimulatedConsumer(ConsumerModel& model, int partitions) : model_(model), partitions_(partitions) {}
@@ -338,7 +338,7 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
   ArrivalGenerator arrivals(trace, config.seed, batch, config.batch_size);
   SimulatedConsumer consumer(model, config.partitions);
-  Controller controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/16);
+  ControlLoop controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/16);
 
   Kpis& k = result.kpis;
   k.max_workers = config.initial_workers;

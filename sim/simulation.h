@@ -1,7 +1,7 @@
 #pragma once
 // Replays an arrival trace against the simulated consumer under one policy and measures it.
 //
-// simulate() wires the SAME Controller, policy and guards as the live runtime to a
+// simulate() wires the SAME ControlLoop, policy and guards as the live runtime to a
 // ConsumerModel (through a Sampler and an Actuator) and runs the whole trace:
 //
 //   for each tick k = 1 .. ceil(duration / tick_seconds), at t = k * tick_seconds:

@@ -1,6 +1,6 @@
 // The control API's body parsers without a server (controller/api_requests.h). The server's
 // answers built on them are covered by http_api_test.cpp.
-#include "controller/api_requests.h"
+#include "controller/api/api_requests.h"
 
 #include <gtest/gtest.h>
 

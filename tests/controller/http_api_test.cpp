@@ -1,6 +1,6 @@
-// The HTTP control API against a real Controller with a fake sampler/actuator and a manual
+// The HTTP control API against a real ControlLoop with a fake sampler/actuator and a manual
 // clock, through httplib::Client on 127.0.0.1 (ephemeral port). No Kafka, no sleeps.
-#include "controller/http_api.h"
+#include "controller/api/http_api.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/metrics.h"
+#include "controller/metrics/metrics.h"
 #include "policies/policy_factory.h"
 
 namespace lagpilot {
@@ -65,7 +65,7 @@ class HttpApiTest : public ::testing::Test {
     guards.hard_min_workers = 1;
     guards.hard_max_workers = 32;
     guards.scale_down_window_seconds = 0;
-    controller = std::make_unique<Controller>(sampler, actuator,
+    controller = std::make_unique<ControlLoop>(sampler, actuator,
                                               make_policy("static", {{"workers", 6}}), guards);
   }
 
@@ -87,7 +87,7 @@ class HttpApiTest : public ::testing::Test {
 
   Decision tick() {
     const Decision d = controller->tick(clock.now());
-    ConsumerRuntime::TickReport report;
+    TickReport report;
     report.observation = *controller->last_observation();
     report.decision = d;
     metrics.record_tick(report, controller->guard_config(),
@@ -136,7 +136,7 @@ class HttpApiTest : public ::testing::Test {
   FakeActuator actuator;
   FakeSampler sampler;
   GuardConfig guards;
-  std::unique_ptr<Controller> controller;
+  std::unique_ptr<ControlLoop> controller;
   RuntimeMetrics metrics{std::make_shared<prometheus::Registry>()};
   std::mutex pause_mutex;
   std::vector<bool> pause_calls;  // guarded by pause_mutex
@@ -531,7 +531,7 @@ TEST_F(HttpApiTest, PauseAndResumeAreInTheDecisionLogWithTheirReasons) {
   ASSERT_EQ(r.json["decisions"].size(), 3u);
   const nlohmann::json& paused = r.json["decisions"][1];
   EXPECT_EQ(paused["source"], "api");
-  EXPECT_EQ(paused["policy"], Controller::kOperatorPolicy);
+  EXPECT_EQ(paused["policy"], ControlLoop::kOperatorPolicy);
   EXPECT_EQ(paused["reason"], "paused by api: broker maintenance");
   EXPECT_EQ(paused["time"], 105.0);
   EXPECT_EQ(paused["workers"], 6);  // the size is unchanged
@@ -719,7 +719,7 @@ TEST_F(HttpApiTest, StartFailsOnAPortInUseAndStopIsIdempotent) {
 }
 
 // Requests on the server's threads while the control thread ticks (meant for the sanitizer
-// builds: the Controller, the metrics and the status snapshot are shared between them).
+// builds: the ControlLoop, the metrics and the status snapshot are shared between them).
 TEST_F(HttpApiTest, ServesWhileTheControlThreadTicks) {
   start();
   std::atomic<bool> done{false};

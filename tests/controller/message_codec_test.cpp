@@ -1,4 +1,4 @@
-#include "controller/message_codec.h"
+#include "controller/loadgen/message_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
 // RuntimeMetrics: counters fed by deltas, scale events, the capacity estimate behind
 // lagpilot_recommended_replicas, the text page.
-#include "controller/metrics.h"
+#include "controller/steady_clock.h"
+#include "controller/metrics/metrics.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -31,9 +32,9 @@ bool has_series(const std::string& text, const std::string& series) {
   return !std::isnan(sample(text, series));
 }
 
-ConsumerRuntime::TickReport report(int previous, int workers, int policy_workers,
+TickReport report(int previous, int workers, int policy_workers,
                                    const std::string& source = "policy") {
-  ConsumerRuntime::TickReport r;
+  TickReport r;
   r.observation.time = 10;
   r.observation.current_workers = previous;
   r.decision.previous_workers = previous;
@@ -57,7 +58,7 @@ struct MetricsFixture {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   RuntimeMetrics metrics{registry};
   GuardConfig guards;
-  void tick(const ConsumerRuntime::TickReport& r, bool override_active = false) {
+  void tick(const TickReport& r, bool override_active = false) {
     metrics.record_tick(r, guards, override_active, 0.002, 1.7e9);
   }
 };

@@ -1,4 +1,4 @@
-#include "controller/offset_tracker.h"
+#include "controller/kafka/offset_tracker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "controller/token_bucket.h"
+#include "controller/loadgen/token_bucket.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/metrics.h"
+#include "controller/metrics/metrics.h"
 
 namespace lagpilot::testing {
 
@@ -110,7 +110,7 @@ inline std::set<std::string> metric_identifiers(const std::string& expr) {
 // `# TYPE` lines of its text page after one tick (so that every family has a series).
 inline std::map<std::string, std::string> exported_metric_types() {
   RuntimeMetrics metrics(std::make_shared<prometheus::Registry>());
-  ConsumerRuntime::TickReport report;
+  TickReport report;
   report.decision.policy = "pid";
   PartitionStatus partition;
   partition.topic = "events";

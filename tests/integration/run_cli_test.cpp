@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "cli_test_util.h"
-#include "controller/ledger.h"
+#include "controller/loadgen/ledger.h"
 
 namespace lagpilot {
 namespace {

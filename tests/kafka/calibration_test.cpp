@@ -5,7 +5,8 @@
 //    known service time gives lambda within 15 % of 1 / service time and throughput that grows
 //    with workers; a handler with a shared critical section shows contention (sigma > 0).
 
-#include "controller/calibration.h"
+#include "controller/steady_clock.h"
+#include "controller/calibration/calibration.h"
 
 #include <gtest/gtest.h>
 
@@ -18,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "controller/embedded_broker.h"
-#include "controller/kafka_source.h"
-#include "controller/synthetic_handler.h"
-#include "controller/worker_pool.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/kafka/kafka_source.h"
+#include "controller/loadgen/synthetic_handler.h"
+#include "controller/pool/worker_pool.h"
 #include "policies/clock.h"
 
 namespace lagpilot {

@@ -1,4 +1,5 @@
-#include "controller/embedded_broker.h"
+#include "controller/steady_clock.h"
+#include "controller/loadgen/embedded_broker.h"
 
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
@@ -14,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "controller/message_codec.h"
-#include "controller/producer.h"
+#include "controller/loadgen/message_codec.h"
+#include "controller/loadgen/producer.h"
 #include "kafka_test_util.h"
 #include "policies/clock.h"
 

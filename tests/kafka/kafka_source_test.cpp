@@ -2,7 +2,8 @@
 // per-key order, backpressure, retention loss accounting, broker faults, rebalances and
 // restarts (at-least-once). Each test joins a consumer group; the mock's first join takes ~3 s.
 
-#include "controller/kafka_source.h"
+#include "controller/steady_clock.h"
+#include "controller/kafka/kafka_source.h"
 
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
@@ -21,10 +22,10 @@
 
 #include <spdlog/spdlog.h>
 #include <cstdlib>
-#include "controller/embedded_broker.h"
-#include "controller/message_codec.h"
-#include "controller/producer.h"
-#include "controller/worker_pool.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/loadgen/message_codec.h"
+#include "controller/loadgen/producer.h"
+#include "controller/pool/worker_pool.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
 

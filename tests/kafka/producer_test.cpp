@@ -1,4 +1,5 @@
-#include "controller/producer.h"
+#include "controller/steady_clock.h"
+#include "controller/loadgen/producer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "controller/embedded_broker.h"
-#include "controller/message_codec.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/loadgen/message_codec.h"
 #include "kafka_test_util.h"
 #include "policies/clock.h"
 

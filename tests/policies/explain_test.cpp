@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "policies/controller.h"
+#include "policies/control_loop.h"
 #include "policies/guards.h"
 #include "policies/policy_factory.h"
 #include "tests/policies/fluid_plant.h"
@@ -359,7 +359,7 @@ TEST(GuardExplain, StabilizationMatchesTheHighestInTheWindow) {
   }
 }
 
-// The Controller passes the sampler's explain through to the policy and the guards untouched,
+// The ControlLoop passes the sampler's explain through to the policy and the guards untouched,
 // and its recycled history entries hold exactly the latest decisions.
 TEST(ControllerExplain, PassesExplainThroughAndKeepsHistoryExact) {
   struct Sampler1 : Sampler {
@@ -397,7 +397,7 @@ TEST(ControllerExplain, PassesExplainThroughAndKeepsHistoryExact) {
   Policy1* raw = policy.get();
   GuardConfig g;
   g.scale_down_window_seconds = 0;
-  Controller controller(sampler, actuator, std::move(policy), g, /*decision_history=*/3);
+  ControlLoop controller(sampler, actuator, std::move(policy), g, /*decision_history=*/3);
   std::vector<bool> asked;
   for (int i = 1; i <= 11; ++i) {
     sampler.explain = (i % 3) != 0;

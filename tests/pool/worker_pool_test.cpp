@@ -3,7 +3,8 @@
 // exceptions and shutdown. Waits are on conditions (latches, wait_idle), never on sleeps; the
 // only real-time wait is shutdown()'s own drain timeout, which is real time by design.
 
-#include "controller/worker_pool.h"
+#include "controller/steady_clock.h"
+#include "controller/pool/worker_pool.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

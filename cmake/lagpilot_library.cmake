@@ -1,0 +1,24 @@
+# lagpilot_library(<name> SOURCES <file>... LINK <target>... [PRECOMPILE <header>...])
+#
+# One folder is one library: a static library lagpilot_<name>, usable in this build as
+# lagpilot::<name> (the same name an installed package gives it), whose headers install under
+# include/lagpilot/<folder>/ and which joins the exported package (lagpilotTargets.cmake).
+# Sources include each other as "folder/file.h" from the project root, both here and installed
+# (the installed include directories are include/lagpilot and include).
+function(lagpilot_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK;PRECOMPILE" ${ARGN})
+  set(target lagpilot_${name})
+  add_library(${target} STATIC ${ARG_SOURCES})
+  add_library(lagpilot::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+    $<INSTALL_INTERFACE:include/lagpilot> $<INSTALL_INTERFACE:include>)
+  target_link_libraries(${target} PUBLIC ${ARG_LINK})
+  lagpilot_precompile(${target} ${ARG_PRECOMPILE})
+  set_property(GLOBAL APPEND PROPERTY LAGPILOT_EXPORTED_TARGETS ${target})
+  file(GLOB headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lagpilot/${folder})
+endfunction()

@@ -1,0 +1,411 @@
+#include "controller/metrics/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+namespace lagpilot {
+namespace {
+
+// The one place where metric names and help texts live. The enum indexes the table.
+enum MetricId {
+  kPartitionLag,
+  kTotalLag,
+  kAssignedPartitions,
+  kPausedPartitions,
+  kArrivalRate,
+  kProcessedRate,
+  kLatencyP50,
+  kLatencyP99,
+  kProcessLatency,
+  kRecordAgeP99,
+  kWorkers,
+  kQueueDepth,
+  kQueueCapacity,
+  kUnfinished,
+  kConsumed,
+  kProcessed,
+  kFailed,
+  kLostToRetention,
+  kCommits,
+  kPauses,
+  kScaleEvents,
+  kOverrideActive,
+  kTickDuration,
+  kTicks,
+  kPolicyInfo,
+  kWorkerThroughput,
+  kNeededWorkers,
+  kRecommendedReplicas,
+  kLastTickTimestamp,
+  kMetricCount
+};
+
+struct MetricSpec {
+  const char* name;
+  const char* help;
+};
+
+constexpr MetricSpec kMetricSpecs[kMetricCount] = {
+    {"lagpilot_consumer_lag",
+     "Messages behind per assigned partition: high watermark minus the done offset (what the "
+     "next commit writes)."},
+    {"lagpilot_consumer_total_lag",
+     "Messages behind, summed over the partitions assigned to this process."},
+    {"lagpilot_assigned_partitions", "Partitions assigned to this consumer now."},
+    {"lagpilot_paused_partitions",
+     "Assigned partitions paused now (backpressure at the high watermark, or an operator "
+     "pause)."},
+    {"lagpilot_arrival_rate_messages_per_second",
+     "Messages produced to the assigned partitions per second over the last tick window "
+     "(slope of the high watermarks)."},
+    {"lagpilot_processed_rate_messages_per_second",
+     "Messages finished (processed or failed) per second over the last tick window."},
+    {"lagpilot_process_latency_p50_seconds",
+     "Median handler run time over the last tick window (histogram bucket upper bound)."},
+    {"lagpilot_process_latency_p99_seconds",
+     "99th percentile handler run time over the last tick window (histogram bucket upper "
+     "bound)."},
+    {"lagpilot_process_latency_seconds",
+     "Handler run time per message. From the worker pool's fine histogram (buckets 2^(1/8) "
+     "wide): a run time up to 9 % below a bucket boundary may be counted in the next bucket "
+     "up."},
+    {"lagpilot_record_age_p99_seconds",
+     "99th percentile of completion time minus record timestamp over the last tick window."},
+    {"lagpilot_workers",
+     "Worker pool sizes: current (sampled at the tick), desired (after guards), proposed (the "
+     "policy's output before guards), busy (mean over the tick window), min and max (bounds "
+     "in force)."},
+    {"lagpilot_queue_depth_messages", "Messages in the worker pool queue (fetched, not started)."},
+    {"lagpilot_queue_capacity_messages", "Capacity of the worker pool queue, in messages."},
+    {"lagpilot_unfinished_messages",
+     "Messages consumed but not finished (pool queue, running, ordering lanes, pending "
+     "buffer)."},
+    {"lagpilot_messages_consumed_total", "Messages taken from Kafka and dispatched."},
+    {"lagpilot_messages_processed_total", "Messages whose handler returned."},
+    {"lagpilot_messages_failed_total",
+     "Messages whose handler threw (their offsets still complete: at-least-once)."},
+    {"lagpilot_messages_lost_to_retention_total",
+     "Records that expired (log retention) before this consumer group consumed them."},
+    {"lagpilot_offset_commits_total", "Offset commit requests, by result (success, failure)."},
+    {"lagpilot_partition_pauses_total",
+     "Times the assigned partitions were paused (backpressure or operator)."},
+    {"lagpilot_scale_events_total",
+     "Ticks whose decision changed the pool size, by direction (up, down) and source (policy, "
+     "override)."},
+    {"lagpilot_override_active", "1 while a manual worker-count override is in force, else 0."},
+    {"lagpilot_controller_tick_duration_seconds",
+     "Wall time of one control tick: sample, decide, guard, resize."},
+    {"lagpilot_controller_ticks_total", "Control ticks run."},
+    {"lagpilot_policy_info", "The active scaling policy (value always 1)."},
+    {"lagpilot_worker_throughput_messages_per_second",
+     "Estimated messages per second one busy worker finishes: processed rate / mean busy "
+     "workers, at the last tick where at least 0.05 workers were busy (0 until measured)."},
+    {"lagpilot_needed_workers",
+     "Workers this process's partitions need: (arrival rate + total lag / catch-up seconds) / "
+     "per-worker throughput; the current pool size until a throughput has been measured. Sum "
+     "it over a fleet and divide by max workers for the replica count."},
+    {"lagpilot_recommended_replicas",
+     "Consumer processes of max workers each that this process's load needs: "
+     "max(1, ceil(needed workers / max workers)). At least 1 per process: for a fleet use "
+     "sum(lagpilot_needed_workers) / max workers instead of summing this."},
+    {"lagpilot_last_tick_timestamp_seconds",
+     "Unix time of the last control tick; alert when it stops advancing."},
+};
+
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
+
+const prometheus::Histogram::BucketBoundaries kTickBuckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+prometheus::Family<prometheus::Gauge>& gauge_family(prometheus::Registry& r, MetricId id) {
+  return prometheus::BuildGauge()
+      .Name(kMetricSpecs[id].name)
+      .Help(kMetricSpecs[id].help)
+      .Register(r);
+}
+
+prometheus::Family<prometheus::Counter>& counter_family(prometheus::Registry& r, MetricId id) {
+  return prometheus::BuildCounter()
+      .Name(kMetricSpecs[id].name)
+      .Help(kMetricSpecs[id].help)
+      .Register(r);
+}
+
+prometheus::Gauge& gauge(prometheus::Registry& r, MetricId id) {
+  return gauge_family(r, id).Add({});
+}
+
+prometheus::Counter& counter(prometheus::Registry& r, MetricId id) {
+  return counter_family(r, id).Add({});
+}
+
+}  // namespace
+
+CapacityEstimator::CapacityEstimator(double catch_up_seconds)
+    : catch_up_seconds_(catch_up_seconds) {
+  if (!std::isfinite(catch_up_seconds) || catch_up_seconds <= 0) {
+    throw std::invalid_argument("CapacityEstimator: catch_up_seconds must be > 0, got " +
+                                std::to_string(catch_up_seconds));
+  }
+}
+
+int CapacityEstimator::recommended_replicas(double needed_workers, int max_workers) {
+  const double per_process = std::max(1, max_workers);
+  if (std::isnan(needed_workers) || needed_workers <= 0) return 1;
+  const double replicas =
+      std::ceil(std::min(needed_workers, kMaxNeededWorkers) / per_process - 1e-9);
+  return std::max(1, static_cast<int>(replicas));
+}
+
+const CapacityEstimator::Estimate& CapacityEstimator::update(const Observation& o,
+                                                             int max_workers) {
+  if (std::isfinite(o.processed_rate) && std::isfinite(o.busy_workers) && o.processed_rate > 0 &&
+      o.busy_workers >= kMinBusyWorkers) {
+    estimate_.per_worker_rate = o.processed_rate / o.busy_workers;
+    estimate_.rate_measured = true;
+  }
+  auto non_negative = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
+  if (estimate_.rate_measured) {
+    const double demand = non_negative(o.arrival_rate) +
+                          non_negative(static_cast<double>(o.total_lag)) / catch_up_seconds_;
+    estimate_.needed_workers = std::min(demand / estimate_.per_worker_rate, kMaxNeededWorkers);
+  } else {
+    estimate_.needed_workers = std::max(0, o.current_workers);
+  }
+  estimate_.recommended_replicas = recommended_replicas(estimate_.needed_workers, max_workers);
+  return estimate_;
+}
+
+RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
+                               double catch_up_seconds)
+    : registry_(std::move(registry)),
+      partition_lag_(gauge_family(*registry_, kPartitionLag)),
+      total_lag_(gauge(*registry_, kTotalLag)),
+      assigned_partitions_(gauge(*registry_, kAssignedPartitions)),
+      paused_partitions_(gauge(*registry_, kPausedPartitions)),
+      arrival_rate_(gauge(*registry_, kArrivalRate)),
+      processed_rate_(gauge(*registry_, kProcessedRate)),
+      latency_p50_(gauge(*registry_, kLatencyP50)),
+      latency_p99_(gauge(*registry_, kLatencyP99)),
+      record_age_p99_(gauge(*registry_, kRecordAgeP99)),
+      workers_(gauge_family(*registry_, kWorkers)),
+      queue_depth_(gauge(*registry_, kQueueDepth)),
+      queue_capacity_(gauge(*registry_, kQueueCapacity)),
+      unfinished_(gauge(*registry_, kUnfinished)),
+      consumed_(counter(*registry_, kConsumed)),
+      processed_(counter(*registry_, kProcessed)),
+      failed_(counter(*registry_, kFailed)),
+      lost_to_retention_(counter(*registry_, kLostToRetention)),
+      commits_(counter_family(*registry_, kCommits)),
+      pauses_(counter(*registry_, kPauses)),
+      scale_events_(counter_family(*registry_, kScaleEvents)),
+      override_active_(gauge(*registry_, kOverrideActive)),
+      process_latency_(prometheus::BuildHistogram()
+                           .Name(kMetricSpecs[kProcessLatency].name)
+                           .Help(kMetricSpecs[kProcessLatency].help)
+                           .Register(*registry_)
+                           .Add({}, kLatencyBuckets)),
+      tick_duration_(prometheus::BuildHistogram()
+                         .Name(kMetricSpecs[kTickDuration].name)
+                         .Help(kMetricSpecs[kTickDuration].help)
+                         .Register(*registry_)
+                         .Add({}, kTickBuckets)),
+      ticks_(counter(*registry_, kTicks)),
+      policy_info_(gauge_family(*registry_, kPolicyInfo)),
+      worker_throughput_(gauge(*registry_, kWorkerThroughput)),
+      needed_workers_(gauge(*registry_, kNeededWorkers)),
+      recommended_replicas_(gauge(*registry_, kRecommendedReplicas)),
+      last_tick_timestamp_(gauge(*registry_, kLastTickTimestamp)),
+      capacity_(catch_up_seconds) {
+  // Series that exist from the start, so that dashboards and rate() see zeros, not gaps.
+  const char* states[kWorkerStates] = {"current", "desired", "proposed", "busy", "min", "max"};
+  for (int i = 0; i < kWorkerStates; ++i) worker_gauges_[i] = &workers_.Add({{"state", states[i]}});
+  commit_success_ = &commits_.Add({{"result", "success"}});
+  commit_failure_ = &commits_.Add({{"result", "failure"}});
+  const char* directions[2] = {"up", "down"};
+  const char* sources[2] = {"policy", "override"};
+  for (int d = 0; d < 2; ++d) {
+    for (int s = 0; s < 2; ++s) {
+      scale_event_counters_[d][s] =
+          &scale_events_.Add({{"direction", directions[d]}, {"source", sources[s]}});
+    }
+  }
+  recommended_replicas_.Set(1);
+}
+
+std::vector<std::string> RuntimeMetrics::metric_names() {
+  std::vector<std::string> names;
+  for (const MetricSpec& spec : kMetricSpecs) names.emplace_back(spec.name);
+  return names;
+}
+
+void RuntimeMetrics::add_delta(prometheus::Counter& counter, uint64_t now_value,
+                               uint64_t& last_value) {
+  // A cumulative value that went down belongs to a new source: all of it is new.
+  const uint64_t delta = now_value >= last_value ? now_value - last_value : now_value;
+  if (delta > 0) counter.Increment(static_cast<double>(delta));
+  last_value = now_value;
+}
+
+// Folds the pool's fine buckets into the exported ones: a fine bucket goes to the first
+// exported bucket whose boundary is at or above its upper bound (the open last one: +Inf).
+void RuntimeMetrics::record_latency_histogram(const PoolWindow& window) {
+  if (window.completed == 0 || window.latency_histogram.empty()) return;
+  std::vector<double> increments(kLatencyBuckets.size() + 1, 0.0);
+  for (std::size_t i = 0; i < window.latency_histogram.size(); ++i) {
+    if (window.latency_histogram[i] == 0) continue;
+    const double upper = WorkerPool::latency_histogram_upper_bound(i);
+    const auto slot = std::lower_bound(kLatencyBuckets.begin(), kLatencyBuckets.end(), upper) -
+                      kLatencyBuckets.begin();
+    increments[static_cast<std::size_t>(slot)] += static_cast<double>(window.latency_histogram[i]);
+  }
+  process_latency_.ObserveMultiple(increments, window.latency_sum);
+}
+
+void RuntimeMetrics::record_tick(const TickReport& report,
+                                 const GuardConfig& guards, bool override_active,
+                                 double tick_duration_seconds, double now_epoch_seconds) {
+  const Observation& o = report.observation;
+  const Decision& d = report.decision;
+  const SourceStats& s = report.source;
+
+  // Per-partition lag: from the source's view when it has one, else from the observation.
+  std::set<std::pair<std::string, int32_t>> present;
+  int paused = 0;
+  auto set_partition = [&](const std::string& topic, int32_t partition, int64_t lag) {
+    auto key = std::make_pair(topic, partition);
+    present.insert(key);
+    prometheus::Gauge*& g = partition_gauges_[key];
+    if (!g) {
+      g = &partition_lag_.Add({{"topic", topic}, {"partition", std::to_string(partition)}});
+    }
+    g->Set(static_cast<double>(lag));
+  };
+  if (!s.partitions.empty()) {
+    for (const PartitionStatus& p : s.partitions) {
+      set_partition(p.topic, p.partition, p.lag);
+      if (p.paused) ++paused;
+    }
+  } else {
+    for (const PartitionLag& p : o.partition_lag) set_partition(p.topic, p.partition, p.lag);
+  }
+  for (auto it = partition_gauges_.begin(); it != partition_gauges_.end();) {
+    if (present.count(it->first)) {
+      ++it;
+    } else {  // revoked: drop the series rather than report a stale value
+      partition_lag_.Remove(it->second);
+      it = partition_gauges_.erase(it);
+    }
+  }
+
+  total_lag_.Set(static_cast<double>(o.total_lag));
+  assigned_partitions_.Set(static_cast<double>(s.assigned_partitions > 0 ? s.assigned_partitions
+                                                                         : o.assigned_partitions));
+  paused_partitions_.Set(paused);
+  arrival_rate_.Set(o.arrival_rate);
+  processed_rate_.Set(o.processed_rate);
+  latency_p50_.Set(o.latency_p50);
+  latency_p99_.Set(o.latency_p99);
+  record_age_p99_.Set(o.record_age_p99);
+  record_latency_histogram(report.pool);
+
+  worker_gauges_[kCurrent]->Set(o.current_workers);
+  worker_gauges_[kDesired]->Set(d.workers);
+  worker_gauges_[kProposed]->Set(d.policy_workers);
+  worker_gauges_[kBusy]->Set(o.busy_workers);
+  worker_gauges_[kMin]->Set(guards.min_workers);
+  worker_gauges_[kMax]->Set(guards.max_workers);
+  queue_depth_.Set(static_cast<double>(o.queue_depth));
+  queue_capacity_.Set(static_cast<double>(o.queue_capacity));
+  unfinished_.Set(static_cast<double>(s.unfinished));
+
+  add_delta(consumed_, s.consumed, last_consumed_);
+  add_delta(processed_, s.processed, last_processed_);
+  add_delta(failed_, s.failed, last_failed_);
+  add_delta(lost_to_retention_, s.lost_to_retention, last_lost_);
+  add_delta(*commit_success_, s.commits, last_commits_);
+  add_delta(*commit_failure_, s.commit_failures, last_commit_failures_);
+  add_delta(pauses_, s.pauses, last_pauses_);
+
+  if (d.workers != d.previous_workers) {
+    const int direction = d.workers > d.previous_workers ? 0 : 1;  // up, down
+    const int source = d.source == "override" ? 1 : 0;             // policy, override
+    scale_event_counters_[direction][source]->Increment();
+  }
+  override_active_.Set(override_active ? 1 : 0);
+  tick_duration_.Observe(tick_duration_seconds);
+  ticks_.Increment();
+
+  if (!policy_info_gauge_ || policy_info_name_ != d.policy) {
+    if (policy_info_gauge_) policy_info_.Remove(policy_info_gauge_);
+    policy_info_gauge_ = &policy_info_.Add({{"policy", d.policy}});
+    policy_info_gauge_->Set(1);
+    policy_info_name_ = d.policy;
+  }
+  const CapacityEstimator::Estimate& capacity = capacity_.update(o, guards.max_workers);
+  worker_throughput_.Set(capacity.per_worker_rate);
+  needed_workers_.Set(capacity.needed_workers);
+  recommended_replicas_.Set(capacity.recommended_replicas);
+  last_tick_timestamp_.Set(now_epoch_seconds);
+
+  nlohmann::json partitions = nlohmann::json::array();
+  nlohmann::json paused_list = nlohmann::json::array();
+  for (const PartitionStatus& p : s.partitions) {
+    partitions.push_back({{"topic", p.topic},
+                          {"partition", p.partition},
+                          {"lag", p.lag},
+                          {"high_watermark", p.high_watermark},
+                          {"low_watermark", p.low_watermark},
+                          {"committed", p.committed},
+                          {"paused", p.paused}});
+    if (p.paused) paused_list.push_back({{"topic", p.topic}, {"partition", p.partition}});
+  }
+  nlohmann::json status = {
+      {"tick_time", o.time},
+      {"tick_unix_seconds", now_epoch_seconds},
+      {"tick_duration_seconds", tick_duration_seconds},
+      {"paused", s.paused},
+      {"paused_partitions", std::move(paused_list)},
+      {"assigned_partitions", s.assigned_partitions},
+      {"partitions", std::move(partitions)},
+      {"unfinished", s.unfinished},
+      {"pending", s.pending},
+      {"recommended_replicas", capacity.recommended_replicas},
+      {"capacity",
+       {{"per_worker_rate", capacity.per_worker_rate},
+        {"rate_measured", capacity.rate_measured},
+        {"needed_workers", capacity.needed_workers},
+        {"catch_up_seconds", capacity_.catch_up_seconds()}}},
+      {"counters",
+       {{"consumed", s.consumed},
+        {"processed", s.processed},
+        {"failed", s.failed},
+        {"lost_to_retention", s.lost_to_retention},
+        {"commits", s.commits},
+        {"commit_failures", s.commit_failures},
+        {"dropped", s.dropped},
+        {"duplicates_skipped", s.duplicates_skipped},
+        {"pauses", s.pauses},
+        {"resumes", s.resumes}}},
+  };
+  std::lock_guard lock(status_mutex_);
+  status_ = std::move(status);
+}
+
+nlohmann::json RuntimeMetrics::last_tick_status() const {
+  std::lock_guard lock(status_mutex_);
+  return status_;
+}
+
+std::string RuntimeMetrics::render() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace lagpilot

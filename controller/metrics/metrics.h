@@ -1,0 +1,236 @@
+#pragma once
+// Prometheus metrics of the live runtime, all declared in one place (metrics.cpp, kMetricSpecs)
+// with their help texts. Names follow the Prometheus conventions: base units (seconds), counters
+// end in `_total`, nothing else does; `promtool check metrics` accepts the output.
+//
+// Every value is fed once per control tick by record_tick() from the tick's report:
+//
+//   lagpilot_consumer_lag{topic,partition}     gauge: high watermark - done offset, per
+//                                              assigned partition (series of partitions no
+//                                              longer assigned are removed)
+//   lagpilot_consumer_total_lag                gauge: sum over the assigned partitions (named
+//                                              so, not *_total, because it is not a counter)
+//   lagpilot_assigned_partitions               gauge
+//   lagpilot_paused_partitions                 gauge: assigned partitions paused now
+//                                              (backpressure or operator pause)
+//   lagpilot_arrival_rate_messages_per_second  gauge: as the controller saw it (tick window)
+//   lagpilot_processed_rate_messages_per_second
+//   lagpilot_process_latency_p50_seconds       gauges: handler run time quantiles over the last
+//   lagpilot_process_latency_p99_seconds       tick window (the pool's histogram bucket upper
+//                                              bounds), as the controller saw them. Window
+//                                              quantiles do not aggregate across processes:
+//                                              use the histogram below for fleet quantiles.
+//   lagpilot_process_latency_seconds          histogram: handler run time per message, from
+//                                              the pool's window histogram (TickReport::pool);
+//                                              aggregate across processes with
+//                                              histogram_quantile(sum by (le) (rate(..._bucket)))
+//   lagpilot_record_age_p99_seconds            gauge: completion time - record timestamp
+//   lagpilot_workers{state}                    gauge; state = current (pool size sampled at the
+//                                              tick), desired (after guards), proposed (the
+//                                              policy's output before guards), busy (mean busy
+//                                              workers over the window), min, max (bounds now)
+//   lagpilot_queue_depth_messages              gauge: pool queue (fetched, not started)
+//   lagpilot_queue_capacity_messages           gauge
+//   lagpilot_unfinished_messages               gauge: consumed, not finished (queue, running,
+//                                              ordering lanes, pending buffer)
+//   lagpilot_messages_consumed_total           counters, fed by the deltas of the source's
+//   lagpilot_messages_processed_total          cumulative counters (handler returned)
+//   lagpilot_messages_failed_total             (handler threw)
+//   lagpilot_messages_lost_to_retention_total  (expired before they were consumed)
+//   lagpilot_offset_commits_total{result}      result = success | failure
+//   lagpilot_partition_pauses_total            times the partitions were paused
+//   lagpilot_scale_events_total{direction,source}  direction = up | down, source = policy |
+//                                              override: ticks whose decision differs from the
+//                                              pool size sampled at that tick (a resize the
+//                                              pool could not complete is attempted again and
+//                                              counted again at the next tick)
+//   lagpilot_override_active                   gauge 0/1: a manual pin is in force
+//   lagpilot_controller_tick_duration_seconds  histogram: wall time of one tick (sample,
+//                                              decide, guard, resize), measured by the caller
+//   lagpilot_controller_ticks_total            counter
+//   lagpilot_policy_info{policy}               gauge 1 for the active policy (info pattern)
+//   lagpilot_worker_throughput_messages_per_second  gauge: estimated messages/s one busy
+//                                              worker finishes (CapacityEstimator below; 0
+//                                              until first measured)
+//   lagpilot_needed_workers                    gauge: workers this process's partitions need
+//                                              to keep up and drain the backlog within the
+//                                              catch-up time (CapacityEstimator)
+//   lagpilot_recommended_replicas              gauge: consumer processes of max_workers
+//                                              workers each that this process's load needs:
+//                                              max(1, ceil(needed_workers / max_workers)).
+//                                              Per process, it is >= 1 by construction, so a
+//                                              fleet-wide sum() never drops below the replica
+//                                              count; for a fleet, scale on
+//                                              sum(lagpilot_needed_workers) / max workers
+//                                              (docs/kubernetes.md).
+//   lagpilot_last_tick_timestamp_seconds       gauge: Unix time of the last tick (alert when
+//                                              time() - it exceeds a few ticks)
+//
+// A counter whose cumulative source value goes down (a new source) takes the new value as its
+// delta, like Prometheus's own counter-reset handling.
+//
+// Thread-safety: record_tick() is called from one thread at a time (the control thread);
+// render(), last_tick_status() and metric_names() may be called from any thread concurrently
+// with it (prometheus-cpp's registry and families are internally locked; the status snapshot
+// has its own mutex).
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "controller/metrics/tick_report.h"
+#include "policies/guards.h"
+#include "policies/observation.h"
+
+namespace lagpilot {
+
+// The capacity estimate behind lagpilot_needed_workers and lagpilot_recommended_replicas.
+//
+// Algorithm (the "true processing rate" of DS2): a worker that is busy finishes
+// processed_rate / busy_workers messages per second, however idle the pool is (waiting for
+// fetches, a light load): dividing by the mean busy workers, not the pool size, takes the idle
+// time out. That per-worker rate is measured again at every tick where both inputs are finite,
+// busy_workers >= kMinBusyWorkers and processed_rate > 0; at other ticks (an idle or stalled
+// pool, no data) the last measured rate is kept. From it:
+//
+//   needed_workers = (arrival_rate + total_lag / catch_up_seconds) / per_worker_rate
+//   replicas       = max(1, ceil(needed_workers / max_workers))
+//
+// that is, the workers that keep up with the arrivals and drain today's backlog within
+// catch_up_seconds, and the processes of max_workers workers that hold them. Before any rate
+// has been measured there is no evidence either way, and needed_workers is the current pool
+// size. A negative or non-finite arrival rate or lag counts as 0. needed_workers is capped at
+// kMaxNeededWorkers (a nearly-zero measured rate must not overflow the replica count).
+//
+// Thread-safety: not thread-safe; one owner (RuntimeMetrics calls it from the control thread).
+class CapacityEstimator {
+ public:
+  static constexpr double kDefaultCatchUpSeconds = 60;
+  static constexpr double kMinBusyWorkers = 0.05;
+  static constexpr double kMaxNeededWorkers = 1e6;
+
+  struct Estimate {
+    bool rate_measured = false;  // a per-worker rate has been measured at some tick
+    double per_worker_rate = 0;  // messages/s per busy worker (0 until measured)
+    double needed_workers = 0;   // see the formula above
+    int recommended_replicas = 1;
+  };
+
+  // Throws std::invalid_argument unless catch_up_seconds is finite and > 0.
+  explicit CapacityEstimator(double catch_up_seconds = kDefaultCatchUpSeconds);
+
+  // Folds in one tick's observation; `max_workers` is the per-process maximum in force
+  // (< 1 counts as 1). Returns the new estimate (also kept in last()).
+  const Estimate& update(const Observation& observation, int max_workers);
+  const Estimate& last() const { return estimate_; }
+  double catch_up_seconds() const { return catch_up_seconds_; }
+
+  // max(1, ceil(needed_workers / max_workers)); max_workers < 1 counts as 1; NaN counts as 0
+  // and needed_workers is capped at kMaxNeededWorkers; a ratio within 1e-9 above an integer
+  // does not round up (floating-point noise).
+  static int recommended_replicas(double needed_workers, int max_workers);
+
+ private:
+  double catch_up_seconds_;
+  Estimate estimate_;
+};
+
+class RuntimeMetrics {
+ public:
+  // Declares every metric in `registry` (which may hold other metrics too). `catch_up_seconds`
+  // is the backlog drain time of the capacity estimate (CapacityEstimator; must be > 0).
+  explicit RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
+                          double catch_up_seconds = CapacityEstimator::kDefaultCatchUpSeconds);
+
+  // Control thread, once per tick. `guards` is the controller's config now (bounds may have
+  // changed through the API); `override_active` whether a pin is in force at this tick;
+  // `tick_duration_seconds` the wall time the tick took; `now_epoch_seconds` Unix time.
+  void record_tick(const TickReport& report, const GuardConfig& guards,
+                   bool override_active, double tick_duration_seconds, double now_epoch_seconds);
+
+  // The registry in Prometheus text format 0.0.4. Any thread.
+  std::string render() const;
+
+  // A JSON snapshot of the runtime at the last tick, for the HTTP API's /v1/status ("runtime"):
+  // partitions (topic, partition, lag, high/low watermark, committed, paused), paused
+  // partitions, source counters, tick duration, recommended_replicas and "capacity"
+  // (per_worker_rate, rate_measured, needed_workers, catch_up_seconds). {} before the first
+  // tick. Any thread.
+  nlohmann::json last_tick_status() const;
+
+  // Every metric family this class declares, in declaration order. Any thread.
+  static std::vector<std::string> metric_names();
+
+ private:
+  using Labels = std::map<std::string, std::string>;
+  void add_delta(prometheus::Counter& counter, uint64_t now_value, uint64_t& last_value);
+  void record_latency_histogram(const PoolWindow& window);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+
+  prometheus::Family<prometheus::Gauge>& partition_lag_;
+  prometheus::Gauge& total_lag_;
+  prometheus::Gauge& assigned_partitions_;
+  prometheus::Gauge& paused_partitions_;
+  prometheus::Gauge& arrival_rate_;
+  prometheus::Gauge& processed_rate_;
+  prometheus::Gauge& latency_p50_;
+  prometheus::Gauge& latency_p99_;
+  prometheus::Gauge& record_age_p99_;
+  prometheus::Family<prometheus::Gauge>& workers_;
+  prometheus::Gauge& queue_depth_;
+  prometheus::Gauge& queue_capacity_;
+  prometheus::Gauge& unfinished_;
+  prometheus::Counter& consumed_;
+  prometheus::Counter& processed_;
+  prometheus::Counter& failed_;
+  prometheus::Counter& lost_to_retention_;
+  prometheus::Family<prometheus::Counter>& commits_;
+  prometheus::Counter& pauses_;
+  prometheus::Family<prometheus::Counter>& scale_events_;
+  prometheus::Gauge& override_active_;
+  prometheus::Histogram& process_latency_;
+  prometheus::Histogram& tick_duration_;
+  prometheus::Counter& ticks_;
+  prometheus::Family<prometheus::Gauge>& policy_info_;
+  prometheus::Gauge& worker_throughput_;
+  prometheus::Gauge& needed_workers_;
+  prometheus::Gauge& recommended_replicas_;
+  prometheus::Gauge& last_tick_timestamp_;
+
+  // Series created at construction (Family::Add would allocate on every lookup).
+  enum WorkerState { kCurrent, kDesired, kProposed, kBusy, kMin, kMax, kWorkerStates };
+  prometheus::Gauge* worker_gauges_[kWorkerStates] = {};
+  prometheus::Counter* commit_success_ = nullptr;
+  prometheus::Counter* commit_failure_ = nullptr;
+  prometheus::Counter* scale_event_counters_[2][2] = {};  // [up, down][policy, override]
+
+  // Control thread only (record_tick).
+  CapacityEstimator capacity_;
+  std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> partition_gauges_;
+  prometheus::Gauge* policy_info_gauge_ = nullptr;
+  std::string policy_info_name_;
+  uint64_t last_consumed_ = 0;
+  uint64_t last_processed_ = 0;
+  uint64_t last_failed_ = 0;
+  uint64_t last_lost_ = 0;
+  uint64_t last_commits_ = 0;
+  uint64_t last_commit_failures_ = 0;
+  uint64_t last_pauses_ = 0;
+
+  mutable std::mutex status_mutex_;  // guards status_
+  nlohmann::json status_ = nlohmann::json::object();
+};
+
+}  // namespace lagpilot

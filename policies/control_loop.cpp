@@ -1,0 +1,167 @@
+#include "policies/control_loop.h"
+
+#include <cstdio>
+
+namespace lagpilot {
+
+ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
+                       GuardConfig guards, std::size_t decision_history)
+    : sampler_(sampler),
+      actuator_(actuator),
+      policy_(std::move(policy)),
+      guards_(std::move(guards)),
+      history_limit_(decision_history == 0 ? 1 : decision_history) {}
+
+Decision ControlLoop::tick(double now) {
+  Observation obs = sampler_.sample(now);
+  obs.time = now;
+  std::unique_lock lock(mutex_);
+  obs.min_workers = guards_.config().min_workers;
+  obs.max_workers = guards_.config().max_workers;
+  Proposal proposal = policy_->decide(obs);
+  // The reason is moved into the Decision rather than copied by apply() (which takes it
+  // verbatim): one allocation less per tick.
+  std::string reason = std::move(proposal.reason);
+  proposal.reason.clear();
+  Decision d = guards_.apply(proposal, policy_->name(), obs);
+  d.reason = std::move(reason);
+  last_observation_ = obs;
+  ++ticks_;
+  if (history_.size() >= history_limit_) {
+    // Full (the steady state): recycle the oldest entry, so that its strings' buffers take this
+    // tick's text by assignment instead of each tick allocating new ones.
+    Decision& oldest = history_.front();
+    oldest = d;
+    history_.push_back(std::move(oldest));
+    history_.pop_front();
+  } else {
+    record_locked(d);
+  }
+  lock.unlock();
+  // resize() is idempotent, so it is called every tick: the pool converges on the decision even
+  // if a previous resize was rolled back (thread start failure).
+  actuator_.resize(d.workers);
+  if (listener_) listener_(obs, d);
+  return d;
+}
+
+void ControlLoop::set_listener(DecisionListener listener) {
+  listener_ = std::move(listener);
+}
+
+void ControlLoop::set_policy(std::unique_ptr<Policy> policy, double now) {
+  std::lock_guard lock(mutex_);
+  policy_ = std::move(policy);
+  Decision note = note_locked(now);
+  note.reason = "policy set to " + policy_->name() + " " + policy_->params().dump();
+  record_locked(std::move(note));
+}
+
+void ControlLoop::set_policy(std::unique_ptr<Policy> policy) {
+  double last_tick_time = 0.0;
+  {
+    std::lock_guard lock(mutex_);
+    if (last_observation_) last_tick_time = last_observation_->time;
+  }
+  set_policy(std::move(policy), last_tick_time);
+}
+
+void ControlLoop::set_override(ManualOverride pin, double now) {
+  std::lock_guard lock(mutex_);
+  guards_.set_override(pin);  // throws ConfigError when outside the hard limits
+  Decision note = note_locked(now);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "override: pin %d workers for %.0f s", pin.workers,
+                pin.expires_at - now);
+  note.reason = buf + (pin.reason.empty() ? "" : " (" + pin.reason + ")");
+  record_locked(std::move(note));
+}
+
+void ControlLoop::clear_override(double now) {
+  std::lock_guard lock(mutex_);
+  guards_.clear_override();
+  Decision note = note_locked(now);
+  note.reason = "override cleared";
+  record_locked(std::move(note));
+}
+
+void ControlLoop::set_bounds(int min_workers, int max_workers, double now) {
+  std::lock_guard lock(mutex_);
+  guards_.set_bounds(min_workers, max_workers);
+  Decision note = note_locked(now);
+  note.reason =
+      "bounds set to [" + std::to_string(min_workers) + ", " + std::to_string(max_workers) + "]";
+  record_locked(std::move(note));
+}
+
+void ControlLoop::record_event(double now, std::string source, std::string reason) {
+  std::lock_guard lock(mutex_);
+  Decision note = note_locked(now);
+  note.policy = kOperatorPolicy;
+  note.source = std::move(source);
+  note.reason = std::move(reason);
+  record_locked(std::move(note));
+}
+
+std::string ControlLoop::policy_name() const {
+  std::lock_guard lock(mutex_);
+  return policy_->name();
+}
+
+nlohmann::json ControlLoop::policy_params() const {
+  std::lock_guard lock(mutex_);
+  return policy_->params();
+}
+
+GuardConfig ControlLoop::guard_config() const {
+  std::lock_guard lock(mutex_);
+  return guards_.config();
+}
+
+std::optional<ManualOverride> ControlLoop::active_override(double now) {
+  std::lock_guard lock(mutex_);
+  return guards_.active_override(now);
+}
+
+std::optional<Decision> ControlLoop::last_decision() const {
+  std::lock_guard lock(mutex_);
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (it->source != "api" && it->policy != kOperatorPolicy) return *it;
+  }
+  return std::nullopt;
+}
+
+std::optional<Observation> ControlLoop::last_observation() const {
+  std::lock_guard lock(mutex_);
+  return last_observation_;
+}
+
+std::vector<Decision> ControlLoop::recent_decisions(std::size_t limit) const {
+  std::lock_guard lock(mutex_);
+  const std::size_t n = std::min(limit, history_.size());
+  return std::vector<Decision>(history_.end() - static_cast<std::ptrdiff_t>(n), history_.end());
+}
+
+std::size_t ControlLoop::ticks() const {
+  std::lock_guard lock(mutex_);
+  return ticks_;
+}
+
+Decision ControlLoop::note_locked(double now) const {
+  // The size a note carries is the last decided one (a note does not change it); an empty log
+  // gives 0 workers.
+  Decision note = history_.empty() ? Decision{} : history_.back();
+  note.time = now;
+  note.previous_workers = note.workers;
+  note.policy = policy_->name();
+  note.guards.clear();
+  note.source = "api";
+  return note;
+}
+
+void ControlLoop::record_locked(Decision d) {
+  history_.push_back(std::move(d));
+  while (history_.size() > history_limit_) history_.pop_front();
+}
+
+}  // namespace lagpilot

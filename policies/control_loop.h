@@ -1,0 +1,101 @@
+#pragma once
+// The control loop, shared by the simulator and the live runtime:
+//
+//   Observation obs = sampler.sample(now);
+//   Proposal p      = policy.decide(obs);
+//   Decision d      = guards.apply(p, obs);
+//   actuator.resize(d.workers);
+//   record(d);
+//
+// Only the Sampler and the Actuator differ between simulation and production; the ControlLoop
+// never reads a clock (the caller passes `now`).
+//
+// Thread-safety: tick() is called from one control thread. set_policy(), set_override(),
+// clear_override(), set_bounds(), record_event(), recent_decisions() and the other accessors may
+// be called from any thread (the HTTP API); a mutex serialises them with tick(). The Sampler and
+// the Actuator are called only from tick(), on the control thread, with the mutex released.
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/guards.h"
+#include "policies/observation.h"
+#include "policies/policy.h"
+
+namespace lagpilot {
+
+// Where observations come from: the simulator's consumer model, or the live pool + Kafka.
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  virtual Observation sample(double now) = 0;
+};
+
+// What applies the decision: the simulator's consumer model, or the live worker pool.
+class Actuator {
+ public:
+  virtual ~Actuator() = default;
+  virtual void resize(int workers) = 0;
+};
+
+class ControlLoop {
+ public:
+  // Called on the control thread after each tick, with the mutex released.
+  using DecisionListener = std::function<void(const Observation&, const Decision&)>;
+
+  ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
+             GuardConfig guards, std::size_t decision_history = 1000);
+
+  // One iteration of the loop at time `now` (seconds, from the caller's clock).
+  Decision tick(double now);
+
+  void set_listener(DecisionListener listener);
+  // Swaps the policy from the next tick on; the decision log records it at `now`.
+  void set_policy(std::unique_ptr<Policy> policy, double now);
+  // The same, stamped with the time of the last tick (0 before any): for callers without a
+  // clock. Prefer the overload with `now`.
+  void set_policy(std::unique_ptr<Policy> policy);
+  void set_override(ManualOverride pin, double now);
+  void clear_override(double now);
+  void set_bounds(int min_workers, int max_workers, double now);
+  // Appends an operator note to the decision log (pause, resume, ...): the size is unchanged
+  // (workers = previous_workers = the last decided size), policy kOperatorPolicy, no guards.
+  // Not a decision: last_decision() skips it, like the notes of the mutations above.
+  static constexpr const char* kOperatorPolicy = "operator";
+  void record_event(double now, std::string source, std::string reason);
+
+  std::string policy_name() const;
+  nlohmann::json policy_params() const;
+  GuardConfig guard_config() const;
+  std::optional<ManualOverride> active_override(double now);
+  std::optional<Decision> last_decision() const;
+  std::optional<Observation> last_observation() const;
+  // Newest last; at most `limit` entries.
+  std::vector<Decision> recent_decisions(std::size_t limit) const;
+  std::size_t ticks() const;
+
+ private:
+  void record_locked(Decision d);
+  // A log note for an operator action at `now`, based on the last decided size.
+  Decision note_locked(double now) const;
+
+  Sampler& sampler_;
+  Actuator& actuator_;
+  DecisionListener listener_;  // set before the loop starts
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::unique_ptr<Policy> policy_;
+  GuardChain guards_;
+  std::deque<Decision> history_;
+  std::size_t history_limit_;
+  std::optional<Observation> last_observation_;
+  std::size_t ticks_ = 0;
+};
+
+}  // namespace lagpilot
