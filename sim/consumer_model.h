@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "policies/event_queue.h"
-#include "sim/log_histogram.h"
+#include "policies/log_histogram.h"
 #include "sim/random.h"
 
 namespace lagpilot::sim {

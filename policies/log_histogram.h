@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lagpilot::sim {
+namespace lagpilot {
 
 class LogHistogram {
  public:
@@ -87,4 +87,4 @@ class LogHistogram {
   int hi_ = -1;
 };
 
-}  // namespace lagpilot::sim
+}  // namespace lagpilot
