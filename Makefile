@@ -9,7 +9,7 @@ CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZER_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DLAGPILOT_BUILD_BENCH=OFF
 
-.PHONY: all deps build run test test-release test-asan test-tsan test-fuzz bench format clean
+.PHONY: all deps build install run test test-release test-asan test-tsan test-fuzz bench format clean
 
 all: build
 
@@ -19,6 +19,11 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The package (headers, static libraries, the binary, find_package(lagpilot) files) under PREFIX.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 run: build
 	@./scripts/run-demo.sh $(BUILD)/cli/lagpilot

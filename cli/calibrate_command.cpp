@@ -13,7 +13,7 @@
 #include <iostream>
 
 #include "controller/steady_clock.h"
-#include "cli/app_config.h"
+#include "cli/config.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
 #include "controller/calibration/calibration.h"
@@ -141,7 +141,7 @@ class ProgressPrinter {
 nlohmann::json calibrated_config(const AppConfig& base, const CalibrationResult& result,
                                  const nlohmann::json& record, int partitions,
                                  std::vector<std::string>& notes) {
-  nlohmann::json doc = base.to_json();
+  nlohmann::json doc = config_json(base);
   double sigma = result.fit.sigma;
   double kappa = result.fit.kappa;
   if (sigma > 1.0 || kappa > 1.0) {
@@ -155,7 +155,7 @@ nlohmann::json calibrated_config(const AppConfig& base, const CalibrationResult&
   params["fit"] = {{"lambda", result.fit.lambda}, {"sigma", sigma}, {"kappa", kappa}};
   doc["policy"] = {{"name", "model"}, {"params", params}};
 
-  const sim::SimConfig sim_base = base.sim_config();
+  const sim::SimConfig sim_base = sim_config(base);
   sim::ConsumerModelConfig model_base = sim_base.model;
   if (result.service_cv_estimate >= 0) {
     model_base.service_distribution = "lognormal";
@@ -232,7 +232,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
       "30 s in all. Exit 1 if interrupted or if nothing could be fitted. See docs/calibrate.md.");
 
   return [o]() -> int {
-    AppConfig cfg = o->config_path.empty() ? AppConfig{} : AppConfig::load(o->config_path);
+    AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     if (o->embedded_broker) cfg.runtime.broker = "embedded";
     if (!o->bootstrap.empty()) {
       cfg.runtime.broker = "external";
@@ -382,7 +382,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
       nlohmann::json doc = calibrated_config(base, result, record, partitions, notes);
       for (const std::string& n : notes) spdlog::warn("calibrate: {}", n);
       // What `run`, `sim` and the model policy will do with it: it must load ("sim" included).
-      AppConfig::from_json(doc);
+      config_from_json(doc);
       std::ofstream out(o->write_config, std::ios::binary);
       if (!out) throw std::runtime_error(o->write_config + ": cannot write");
       out << doc.dump(2) << "\n";

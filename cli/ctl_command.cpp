@@ -24,7 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/app_config.h"
+#include "cli/config.h"
+#include "controller/api/bearer_token.h"
 #include "cli/commands.h"
 
 // clang-format off: keep it last (see above).
@@ -192,18 +193,11 @@ std::string load_token(const CtlOptions& o) {
     const char* env = std::getenv(kTokenEnv);
     return env ? env : "";
   }
-  std::ifstream in(o.token_file);
-  if (!in) throw BadInput("--token-file: " + o.token_file + ": cannot read");
-  std::string token;
-  std::getline(in, token);
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-    token.pop_back();
+  try {
+    return read_token_file(o.token_file);
+  } catch (const std::runtime_error& e) {
+    throw BadInput(std::string("--token-file: ") + e.what());
   }
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) {
-    token.erase(token.begin());
-  }
-  if (token.empty()) throw BadInput("--token-file: " + o.token_file + ": the first line is empty");
-  return token;
 }
 
 struct Answer {

@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cli/app_config.h"
+#include "cli/config.h"
 #include "cli/commands.h"
 #include "cli/trace_options.h"
 #include "policies/policy_factory.h"
@@ -173,8 +173,8 @@ CommandMain add_sim_command(CLI::App& app) {
 
   return [o, trace_options, overrides]() -> int {
     // load() checks "sim" and names the file in its errors; lag_slo is the top-level one.
-    const AppConfig cfg = o->config_path.empty() ? AppConfig{} : AppConfig::load(o->config_path);
-    sim::SimConfig sc = cfg.sim_config();
+    const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
+    sim::SimConfig sc = sim_config(cfg);
     if (o->seed_set) sc.seed = o->seed;
     overrides->apply(sc);
     sc.record_series = !o->csv_out.empty() || !o->html_out.empty();

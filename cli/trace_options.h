@@ -37,7 +37,7 @@ sim::Trace load_scaled_trace(const std::string& path, const TraceOptions& option
                              sim::TraceInfo* info = nullptr);
 
 // --fidelity, --tick, --slo: simulator settings that override the config file's (its "sim",
-// and its top-level "lag_slo" for --slo) in the AppConfig::sim_config() they are applied to.
+// and its top-level "lag_slo" for --slo) in the cli::sim_config() they are applied to.
 struct SimOverrides {
   std::string fidelity;  // "" = keep
   double tick = 0.0;     // <= 0 = keep

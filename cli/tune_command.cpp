@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/app_config.h"
+#include "cli/config.h"
 #include "cli/commands.h"
 #include "cli/trace_options.h"
 #include "policies/config_reader.h"
@@ -192,8 +192,8 @@ CommandMain add_tune_command(CLI::App& app) {
   return [o, traces, overrides, policy_option]() -> int {
     // Config: simulator settings, guards, and the baseline params of the tuned policy.
     // load() checks "sim" and names the file in its errors; lag_slo is the top-level one.
-    const AppConfig cfg = o->config_path.empty() ? AppConfig{} : AppConfig::load(o->config_path);
-    sim::SimConfig sc = cfg.sim_config();
+    const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
+    sim::SimConfig sc = sim_config(cfg);
     overrides->apply(sc);
     if (o->seed_set) sc.seed = o->seed;
     if (traces->load.companion.size() && o->train.size() + o->test.size() > 1) {
@@ -381,7 +381,7 @@ CommandMain add_tune_command(CLI::App& app) {
       root["lag_slo"] =
           overrides->slo >= 0 ? static_cast<double>(overrides->slo) : cfg.runtime.lag_slo;
       try {
-        AppConfig::from_json(root);  // what `lagpilot run --config` will do
+        config_from_json(root);  // what `lagpilot run --config` will do
       } catch (const ConfigError& e) {
         throw std::logic_error("tune: the config to write does not load back: " +
                                std::string(e.what()));

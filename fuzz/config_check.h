@@ -2,8 +2,8 @@
 // The contract of the config parsers below the binary (policy params, command-line policy specs,
 // the "guards" and "sim" objects), checked on arbitrary text by fuzz/config_fuzzer.cpp and on
 // the kept inputs (fuzz/corpus/config_fuzzer, fuzz/regressions/config_fuzzer) by
-// tests/sim/config_fuzz_regressions_test.cpp. cli/app_config.h (the whole file) is checked by
-// the fuzzer alone (fuzz/config_fuzzer.cpp), as AppConfig is compiled into the binary only.
+// tests/sim/config_fuzz_regressions_test.cpp. controller/app_config.h (the whole file) is
+// checked by the fuzzer (fuzz/config_fuzzer.cpp), which links the runtime's config sources.
 //
 // For any input, each parser returns a value or throws ConfigError, never anything else; what
 // it accepted survives a to_json() / from_json() round trip unchanged; a policy it accepted

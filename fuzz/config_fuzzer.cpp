@@ -1,9 +1,9 @@
 // libFuzzer target: one config text per input. The text is read as a command-line policy spec,
 // and, if it is JSON, as policy params for every policy, a "guards" object and a "sim" object
-// (fuzz/config_check.h); and it is loaded as a config file (cli/app_config.h, below), through a
-// temporary file so that read_json_file's error positions are exercised too: AppConfig::load
-// returns a config or throws std::runtime_error naming the file (ConfigError is one), and a
-// config it returned survives to_json() / from_json() unchanged. A violation prints what went
+// (fuzz/config_check.h); and it is loaded as a config file (controller/app_config.h, below, with
+// the "sim" check the binary adds), through a temporary file so that read_json_file's error
+// positions are exercised too: AppConfig::load returns a config or throws ConfigFileError naming
+// the file, and a config it returned survives to_json() / from_json() unchanged. A violation prints what went
 // wrong and aborts; any other exception escapes (a crash for libFuzzer), and so do the
 // sanitizers' findings. See docs/fuzzing.md.
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/app_config.h"
+#include "controller/app_config.h"
 #include "fuzz/config_check.h"
 #include "fuzz/policy_check.h"
 #include "sim/simulation.h"
@@ -44,13 +44,16 @@ class ScratchFile {
 };
 
 std::string check_app_config(std::string_view text) {
-  using lagpilot::cli::AppConfig;
+  using lagpilot::AppConfig;
   static ScratchFile scratch;
   const std::string& path = scratch.write(text);
+  const auto check_sim = [](const AppConfig& c) {
+    lagpilot::sim::SimConfig::from_json(c.sim, "sim");
+  };
   AppConfig config;
   try {
-    config = AppConfig::load(path);
-  } catch (const std::runtime_error& e) {
+    config = AppConfig::load(path, check_sim);
+  } catch (const lagpilot::ConfigFileError& e) {
     const std::string what = e.what();
     if (what.rfind(path + ":", 0) != 0) return "AppConfig::load error without the path: " + what;
     return "";
@@ -60,16 +63,10 @@ std::string check_app_config(std::string_view text) {
       !bad.empty()) {
     return bad;
   }
-  // AppConfig::load validated "sim" already; this checks that what it accepted still builds.
-  try {
-    lagpilot::sim::SimConfig::from_json(config.sim, "sim");
-  } catch (const lagpilot::ConfigError&) {
-    return "";
-  }
   const nlohmann::json out = config.to_json();
   AppConfig again;
   try {
-    again = AppConfig::from_json(out);
+    again = AppConfig::from_json(out, check_sim);
   } catch (const lagpilot::ConfigError& e) {
     return std::string("AppConfig::to_json() does not load again: ") + e.what() + "; " +
            lagpilot::fuzz::dump_json(out);

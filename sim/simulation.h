@@ -55,7 +55,7 @@ struct SimConfig {
   double tick_seconds = 1.0;
   // Lag SLO, messages: Kpis::seconds_above_slo counts the seconds (tick samples * tick_seconds)
   // at which the sampled lag was above it. Not part of the "sim" object: in a config file it is
-  // the top-level "lag_slo" shared with `lagpilot run` (cli::AppConfig::sim_config() sets it), so
+  // the top-level "lag_slo" shared with `lagpilot run` (cli::sim_config() sets it), so
   // from_json() rejects a "lag_slo" key and to_json() does not write one.
   int64_t lag_slo = 10000;
   // "message", "batch" or "auto" (see the header comment).

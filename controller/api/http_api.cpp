@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "controller/api/api_requests.h"
+#include "controller/api/bearer_token.h"
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 
@@ -82,16 +83,6 @@ const std::map<std::string, std::string>& known_paths() {
 
 }  // namespace
 
-bool constant_time_equal(std::string_view given, std::string_view expected) {
-  if (expected.empty()) return given.empty();
-  // volatile: keep the compiler from turning the loop into an early-exit comparison.
-  volatile unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < given.size(); ++i) {
-    diff = diff | static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
-  }
-  return diff == 0;
-}
-
 HttpApiConfig HttpApiConfig::from_json(const nlohmann::json& j, const std::string& path) {
   HttpApiConfig c;
   JsonObjectReader r(j, path);
@@ -112,6 +103,63 @@ std::string HttpApiConfig::token_from_env() const {
   if (token_env.empty()) return "";
   const char* value = std::getenv(token_env.c_str());
   return value ? value : "";
+}
+
+nlohmann::json status_document(ApiContext& ctx, bool operator_paused) {
+  const double now = ctx.clock.now();
+  const GuardConfig g = ctx.controller.guard_config();
+  const std::optional<Observation> obs = ctx.controller.last_observation();
+  const std::optional<Decision> last = ctx.controller.last_decision();
+  const std::optional<ManualOverride> pin = ctx.controller.active_override(now);
+
+  nlohmann::json workers = {{"current", nullptr},
+                            {"desired", nullptr},
+                            {"proposed", nullptr},
+                            {"busy", nullptr},
+                            {"min", g.min_workers},
+                            {"max", g.max_workers},
+                            {"hard_min", g.hard_min_workers},
+                            {"hard_max", g.hard_max_workers}};
+  nlohmann::json lag = {{"total", nullptr}, {"partitions", nlohmann::json::array()}};
+  nlohmann::json rates = {{"arrival_messages_per_second", nullptr},
+                          {"processed_messages_per_second", nullptr},
+                          {"lag_slope_messages_per_second", nullptr}};
+  nlohmann::json latency = {{"p50", nullptr}, {"p99", nullptr}, {"record_age_p99", nullptr}};
+  nlohmann::json queue = {{"depth", nullptr}, {"capacity", nullptr}};
+  if (obs) {
+    workers["current"] = obs->current_workers;
+    workers["busy"] = obs->busy_workers;
+    lag["total"] = obs->total_lag;
+    for (const PartitionLag& p : obs->partition_lag) {
+      lag["partitions"].push_back(
+          {{"topic", p.topic}, {"partition", p.partition}, {"lag", p.lag}});
+    }
+    rates = {{"arrival_messages_per_second", obs->arrival_rate},
+             {"processed_messages_per_second", obs->processed_rate},
+             {"lag_slope_messages_per_second", obs->lag_slope}};
+    latency = {{"p50", obs->latency_p50},
+               {"p99", obs->latency_p99},
+               {"record_age_p99", obs->record_age_p99}};
+    queue = {{"depth", obs->queue_depth}, {"capacity", obs->queue_capacity}};
+  }
+  if (last) {
+    workers["desired"] = last->workers;
+    workers["proposed"] = last->policy_workers;
+  }
+  return {{"time", now},
+          {"ticks", ctx.controller.ticks()},
+          {"last_tick_time", obs ? nlohmann::json(obs->time) : nlohmann::json(nullptr)},
+          {"workers", std::move(workers)},
+          {"policy",
+           {{"name", ctx.controller.policy_name()}, {"params", ctx.controller.policy_params()}}},
+          {"last_decision", last ? decision_json(*last) : nlohmann::json(nullptr)},
+          {"lag", std::move(lag)},
+          {"rates", std::move(rates)},
+          {"latency_seconds", std::move(latency)},
+          {"queue", std::move(queue)},
+          {"operator_paused", operator_paused},
+          {"override", override_json(pin, now)},
+          {"runtime", ctx.status_extra ? ctx.status_extra() : nlohmann::json::object()}};
 }
 
 struct HttpApi::Impl {
@@ -321,62 +369,7 @@ struct HttpApi::Impl {
     send_json(res, 200, {{"paused", paused}});
   }
 
-  nlohmann::json status() {
-    const double now = ctx.clock.now();
-    const GuardConfig g = ctx.controller.guard_config();
-    const std::optional<Observation> obs = ctx.controller.last_observation();
-    const std::optional<Decision> last = ctx.controller.last_decision();
-    const std::optional<ManualOverride> pin = ctx.controller.active_override(now);
-
-    nlohmann::json workers = {{"current", nullptr},
-                              {"desired", nullptr},
-                              {"proposed", nullptr},
-                              {"busy", nullptr},
-                              {"min", g.min_workers},
-                              {"max", g.max_workers},
-                              {"hard_min", g.hard_min_workers},
-                              {"hard_max", g.hard_max_workers}};
-    nlohmann::json lag = {{"total", nullptr}, {"partitions", nlohmann::json::array()}};
-    nlohmann::json rates = {{"arrival_messages_per_second", nullptr},
-                            {"processed_messages_per_second", nullptr},
-                            {"lag_slope_messages_per_second", nullptr}};
-    nlohmann::json latency = {{"p50", nullptr}, {"p99", nullptr}, {"record_age_p99", nullptr}};
-    nlohmann::json queue = {{"depth", nullptr}, {"capacity", nullptr}};
-    if (obs) {
-      workers["current"] = obs->current_workers;
-      workers["busy"] = obs->busy_workers;
-      lag["total"] = obs->total_lag;
-      for (const PartitionLag& p : obs->partition_lag) {
-        lag["partitions"].push_back(
-            {{"topic", p.topic}, {"partition", p.partition}, {"lag", p.lag}});
-      }
-      rates = {{"arrival_messages_per_second", obs->arrival_rate},
-               {"processed_messages_per_second", obs->processed_rate},
-               {"lag_slope_messages_per_second", obs->lag_slope}};
-      latency = {{"p50", obs->latency_p50},
-                 {"p99", obs->latency_p99},
-                 {"record_age_p99", obs->record_age_p99}};
-      queue = {{"depth", obs->queue_depth}, {"capacity", obs->queue_capacity}};
-    }
-    if (last) {
-      workers["desired"] = last->workers;
-      workers["proposed"] = last->policy_workers;
-    }
-    return {{"time", now},
-            {"ticks", ctx.controller.ticks()},
-            {"last_tick_time", obs ? nlohmann::json(obs->time) : nlohmann::json(nullptr)},
-            {"workers", std::move(workers)},
-            {"policy",
-             {{"name", ctx.controller.policy_name()}, {"params", ctx.controller.policy_params()}}},
-            {"last_decision", last ? decision_json(*last) : nlohmann::json(nullptr)},
-            {"lag", std::move(lag)},
-            {"rates", std::move(rates)},
-            {"latency_seconds", std::move(latency)},
-            {"queue", std::move(queue)},
-            {"operator_paused", operator_paused.load()},
-            {"override", override_json(pin, now)},
-            {"runtime", ctx.status_extra ? ctx.status_extra() : nlohmann::json::object()}};
-  }
+  nlohmann::json status() { return status_document(ctx, operator_paused.load()); }
 
   ApiContext ctx;
   httplib::Server server;
@@ -440,6 +433,10 @@ bool HttpApi::start(const std::string& host, int port) {
   spdlog::info("http api: listening on http://{}:{} (mutations {})", host, bound,
                m.ctx.token.empty() ? "disabled: no token" : "need a bearer token");
   return m.server.is_running();
+}
+
+nlohmann::json HttpApi::status() const {
+  return impl_->status();
 }
 
 int HttpApi::port() const {

@@ -97,6 +97,12 @@ struct HttpApiConfig {
   std::string token_from_env() const;
 };
 
+// The /v1/status document for this context (what the controller last saw and decided, the
+// bounds, the override, the policy, ApiContext::status_extra under "runtime"), without a
+// server: for an embedder that runs without the API. Any thread (the context's callbacks must
+// be thread-safe, as for HttpApi).
+nlohmann::json status_document(ApiContext& ctx, bool operator_paused);
+
 class HttpApi {
  public:
   // The request limits (api_requests.h, where the bodies are parsed).
@@ -116,6 +122,8 @@ class HttpApi {
   bool start(const std::string& host, int port);
   // The bound port (after a successful start), else 0.
   int port() const;
+  // The document GET /v1/status serves (whether or not the server is started). Any thread.
+  nlohmann::json status() const;
   // Stops accepting, finishes the requests in progress, joins the server thread. Idempotent.
   void stop();
 
@@ -123,8 +131,5 @@ class HttpApi {
   struct Impl;  // http_api.cpp
   std::unique_ptr<Impl> impl_;
 };
-
-// Constant-time comparison (time depends only on the length of `given`).
-bool constant_time_equal(std::string_view given, std::string_view expected);
 
 }  // namespace lagpilot

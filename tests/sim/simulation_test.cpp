@@ -242,7 +242,7 @@ TEST(SimConfig, DefaultsRoundTripAndErrors) {
   EXPECT_EQ(error_of({{"modle", {}}}), "sim.modle");
 }
 
-// The lag SLO is the config's top-level "lag_slo" (cli::AppConfig::sim_config()); an old
+// The lag SLO is the config's top-level "lag_slo" (cli::sim_config()); an old
 // config's "sim.lag_slo" is refused with directions, and to_json() leaves the field out so
 // that what it writes loads again.
 TEST(SimConfig, LagSloIsNotPartOfTheSimObject) {

@@ -1,4 +1,4 @@
-#include "cli/app_config.h"
+#include "controller/app_config.h"
 
 #include <cmath>
 #include <fstream>
@@ -7,18 +7,25 @@
 
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
-#include "sim/simulation.h"
 
-namespace lagpilot::cli {
+namespace lagpilot {
+
+ConfigFileError::ConfigFileError(std::string file, std::string json_path, int line, int column,
+                                 const std::string& what)
+    : std::runtime_error(what),
+      file_(std::move(file)),
+      json_path_(std::move(json_path)),
+      line_(line),
+      column_(column) {}
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  if (!in) throw ConfigFileError(path, "", 0, 0, path + ": cannot open");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
-  // "path:line:column" of the 1-based byte offset `byte`.
-  const auto where = [&](std::size_t byte) {
+  // A syntax error at the 1-based byte offset `byte`, as "path:line:column: <message>".
+  const auto error_at = [&](std::size_t byte, const std::string& message) {
     int line = 1, column = 1;
     for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
@@ -28,15 +35,16 @@ nlohmann::json read_json_file(const std::string& path) {
         ++column;
       }
     }
-    return path + ":" + std::to_string(line) + ":" + std::to_string(column);
+    return ConfigFileError(
+        path, "", line, column,
+        path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message);
   };
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
-    throw std::runtime_error(
-        where(e.byte) + ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+    throw error_at(e.byte, "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
   } catch (const nlohmann::json::out_of_range& e) {
     // A number beyond double ("1e999", found by fuzzing): nlohmann gives no offset, only
     // the text "number overflow parsing '1e999'"; point at the first occurrence of the number.
@@ -47,12 +55,14 @@ nlohmann::json read_json_file(const std::string& path) {
                                    ? ""
                                    : what.substr(open + 1, what.size() - open - 2);
     const std::size_t at = number.empty() ? std::string::npos : text.find(number);
-    throw std::runtime_error((at == std::string::npos ? path : where(at + 1)) + ": invalid JSON: " +
-                             (pos == std::string::npos ? what : what.substr(pos)));
+    const std::string message =
+        "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos));
+    if (at == std::string::npos) throw ConfigFileError(path, "", 0, 0, path + ": " + message);
+    throw error_at(at + 1, message);
   }
 }
 
-AppConfig AppConfig::from_json(const nlohmann::json& root) {
+AppConfig AppConfig::from_json(const nlohmann::json& root, const SectionCheck& check) {
   AppConfig c;
   JsonObjectReader r(root, "");
   {
@@ -74,26 +84,16 @@ AppConfig AppConfig::from_json(const nlohmann::json& root) {
   RuntimeConfig::read_keys(r, c.runtime);
   r.finish();
   c.make_policy();  // validates the parameters now, naming policy.params.<field>
-  c.sim_config();   // and "sim", naming sim.<field>
+  if (check) check(c);
   return c;
 }
 
-sim::SimConfig AppConfig::sim_config() const {
-  sim::SimConfig c = sim::SimConfig::from_json(sim, "sim");
-  const double slo = runtime.lag_slo;  // RuntimeConfig::read_keys keeps it in [0, 1e15]
-  if (!(slo >= 0.0 && slo <= 1e15)) {
-    throw ConfigError("lag_slo", "must be between 0 and 1e15, got " + std::to_string(slo));
-  }
-  c.lag_slo = static_cast<int64_t>(std::floor(slo));
-  return c;
-}
-
-AppConfig AppConfig::load(const std::string& path) {
+AppConfig AppConfig::load(const std::string& path, const SectionCheck& check) {
   const nlohmann::json root = read_json_file(path);
   try {
-    return from_json(root);
+    return from_json(root, check);
   } catch (const ConfigError& e) {
-    throw std::runtime_error(path + ": " + e.what());
+    throw ConfigFileError(path, e.path(), 0, 0, path + ": " + e.what());
   }
 }
 
@@ -101,7 +101,7 @@ nlohmann::json AppConfig::to_json() const {
   nlohmann::json root = nlohmann::json::object();
   root["policy"] = {{"name", policy_name}, {"params", make_policy()->params()}};
   root["guards"] = guards.to_json();
-  root["sim"] = sim_config().to_json();  // every "sim" default; lag_slo is top-level
+  root["sim"] = sim;
   root["http"] = http.to_json();
   runtime.write_keys(root);
   if (!calibration.is_null()) root["calibration"] = calibration;
@@ -112,4 +112,4 @@ std::unique_ptr<Policy> AppConfig::make_policy() const {
   return lagpilot::make_policy(policy_name, policy_params, "policy.params");
 }
 
-}  // namespace lagpilot::cli
+}  // namespace lagpilot

@@ -1,0 +1,32 @@
+#pragma once
+// The binary's reading of the config file: the library's AppConfig (controller/app_config.h),
+// with the simulator's "sim" section checked at load time, so that every subcommand refuses the
+// same files (`lagpilot run` too, though it does not simulate).
+//
+// Thread-safety: plain functions; any thread.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "controller/app_config.h"
+#include "sim/simulation.h"
+
+namespace lagpilot::cli {
+
+// AppConfig::load / from_json with the "sim" check. Throw as those do.
+AppConfig load_config(const std::string& path);
+AppConfig config_from_json(const nlohmann::json& root);
+
+// The simulator's settings, for every command that simulates (sim, tune, calibrate): "sim"
+// through sim::SimConfig::from_json, with lag_slo from the top-level "lag_slo"
+// (runtime.lag_slo) rounded down to whole messages. Lag is a whole number of messages, so
+// "lag > floor(lag_slo)" counts exactly the ticks that `lagpilot run`'s "lag > lag_slo"
+// counts. Throws ConfigError naming the JSON path ("sim.batch_size: ...", "sim.lag_slo:
+// moved to the top level ..."); never for a config that load_config() or config_from_json()
+// returned.
+sim::SimConfig sim_config(const AppConfig& config);
+
+// AppConfig::to_json() with every "sim" default filled in (`lagpilot run --print-config`).
+nlohmann::json config_json(const AppConfig& config);
+
+}  // namespace lagpilot::cli

@@ -1,0 +1,262 @@
+// lagpilot::Service (include/lagpilot/lagpilot.h): assembles the live runtime from one config
+// — the embedded broker when asked for, the consumer runtime (Kafka source, worker pool, control
+// loop), the metrics and the control API — and ticks it.
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "controller/api/http_api.h"
+#include "controller/loadgen/embedded_broker.h"
+#include "controller/loadgen/ledger.h"
+#include "controller/loadgen/message_codec.h"
+#include "controller/loadgen/synthetic_handler.h"
+#include "controller/metrics/metrics.h"
+#include "controller/steady_clock.h"
+#include "lagpilot/lagpilot.h"
+#include "policies/config_reader.h"
+
+namespace lagpilot {
+namespace {
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+double unix_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+// What start() builds, in the order it builds them (and the reverse order of destruction).
+struct Service::Parts {
+  SteadyClock clock;
+  MessageHandler handler;
+  std::string api_token;
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::unique_ptr<ConsumerRuntime> runtime;
+  std::unique_ptr<RuntimeMetrics> metrics;
+  std::unique_ptr<ApiContext> api_context;
+  std::unique_ptr<HttpApi> api;
+};
+
+AppConfig Service::config_from_file(const std::string& path) {
+  return AppConfig::load(path);
+}
+
+AppConfig Service::config_from_string(const std::string& json_text) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError("", std::string("invalid JSON: ") + e.what());
+  }
+  return AppConfig::from_json(root);
+}
+
+AppConfig Service::config_from_json(const nlohmann::json& root) {
+  return AppConfig::from_json(root);
+}
+
+Service::Service(AppConfig config, MessageHandler handler, ServiceOptions options)
+    : config_(std::move(config)), options_(std::move(options)), parts_(std::make_unique<Parts>()) {
+  if (config_.runtime.broker == "external" && config_.runtime.kafka.bootstrap_servers.empty() &&
+      !config_.runtime.kafka.properties.count("bootstrap.servers")) {
+    throw ConfigError("kafka.bootstrap_servers",
+                      "required with \"broker\": \"external\" (or pass --bootstrap)");
+  }
+  parts_->api_token =
+      options_.api_token.empty() ? config_.http.token_from_env() : options_.api_token;
+  if (config_.http.enabled && !is_loopback(config_.http.host) && parts_->api_token.empty()) {
+    throw ConfigError("http.host", "\"" + config_.http.host + "\" is not loopback: set a token ($" +
+                                       config_.http.token_env + " or --api-token-file) first");
+  }
+  if (!handler) {
+    auto synthetic = std::make_shared<SyntheticHandler>(config_.runtime.handler);
+    handler = [synthetic](const SourceMessage& m) { (*synthetic)(m); };
+  }
+  if (!config_.runtime.ledger.empty()) {
+    // Appended after the handler returns: the ledger lists what was processed.
+    auto ledger = std::make_shared<Ledger>(config_.runtime.ledger);
+    handler = [inner = std::move(handler), ledger](const SourceMessage& m) {
+      inner(m);
+      const auto decoded = decode_message(m.value);
+      ledger->append(m.topic, m.partition, m.offset,
+                     decoded ? static_cast<int64_t>(decoded->seq) : -1);
+    };
+  }
+  parts_->handler = std::move(handler);
+}
+
+Service::~Service() {
+  stop();
+}
+
+void Service::start() {
+  std::lock_guard life(lifecycle_mutex_);
+  if (started_) throw std::logic_error("lagpilot::Service::start() called twice");
+  started_ = true;
+  Parts& p = *parts_;
+  RuntimeConfig& rc = config_.runtime;
+  if (rc.broker == "embedded") {
+    EmbeddedBrokerOptions bo;
+    bo.brokers = rc.embedded_brokers;
+    for (const auto& t : rc.kafka.topics) bo.topics.emplace_back(t, rc.topic_partitions);
+    p.broker = std::make_unique<EmbeddedBroker>(bo);
+    rc.kafka.bootstrap_servers = p.broker->bootstrap_servers();
+    spdlog::info("embedded broker at {}", p.broker->bootstrap_servers());
+  }
+
+  p.runtime = std::make_unique<ConsumerRuntime>(rc, config_.make_policy(), config_.guards,
+                                                p.handler, p.clock);
+  p.runtime->start();
+  spdlog::info("consuming {} from {} with policy {} ({}..{} workers)", rc.kafka.topics.front(),
+               rc.kafka.bootstrap_servers, config_.policy_name, config_.guards.min_workers,
+               config_.guards.max_workers);
+
+  // The control API and /metrics on one port. The context also serves status() when the API
+  // is off.
+  ConsumerRuntime& runtime = *p.runtime;
+  p.metrics = std::make_unique<RuntimeMetrics>(std::make_shared<prometheus::Registry>(),
+                                               rc.catch_up_seconds);
+  RuntimeMetrics& metrics = *p.metrics;
+  p.api_context = std::make_unique<ApiContext>(runtime.controller(), p.clock);
+  ApiContext& ctx = *p.api_context;
+  ctx.token = p.api_token;
+  ctx.metrics_text = [&metrics] { return metrics.render(); };
+  ctx.status_extra = [&metrics, &runtime] {
+    nlohmann::json j = metrics.last_tick_status();
+    j["pool_size_now"] = runtime.pool().size();
+    return j;
+  };
+  ctx.set_paused = [&runtime](bool paused) {
+    paused ? runtime.source().pause_consumption() : runtime.source().resume_consumption();
+  };
+  ctx.ready = [&runtime] {
+    if (!runtime.source().joined()) return Readiness{false, "not yet assigned partitions"};
+    if (runtime.controller().ticks() == 0) return Readiness{false, "no control tick yet"};
+    return Readiness{true, ""};
+  };
+  if (config_.http.enabled) {
+    p.api = std::make_unique<HttpApi>(ctx);
+    if (p.api->start(config_.http.host, config_.http.port)) {
+      spdlog::info("control API and /metrics on http://{}:{}", config_.http.host, p.api->port());
+    } else {
+      spdlog::error("control API: cannot listen on {}:{}; consuming without it", config_.http.host,
+                    config_.http.port);
+      p.api.reset();
+    }
+  }
+  if (options_.tick_thread == ServiceOptions::TickThread::kOwn) {
+    {
+      std::lock_guard lock(stop_mutex_);
+      loop_running_ = true;  // before the thread runs: stop() must wait for it
+    }
+    tick_thread_ = std::thread([this] { tick_loop(); });
+  }
+}
+
+void Service::run_until_stopped() {
+  if (options_.tick_thread == ServiceOptions::TickThread::kCaller) {
+    {
+      std::lock_guard life(lifecycle_mutex_);
+      if (!started_ || stopped_) return;
+      std::lock_guard lock(stop_mutex_);
+      loop_running_ = true;  // under lifecycle_mutex_: a stop() cannot be half done
+    }
+    tick_loop();
+  } else {
+    std::unique_lock lock(stop_mutex_);
+    stop_cv_.wait(lock, [this] { return stop_requested_; });
+  }
+  stop();
+}
+
+// Ticks every tick_seconds on the clock (a late tick is not skipped: the next one follows at
+// once), until a stop is requested. loop_running_ is true while it runs.
+void Service::tick_loop() {
+  Parts& p = *parts_;
+  const double period = config_.runtime.tick_seconds;
+  double next_tick = p.clock.now() + period;
+  std::unique_lock lock(stop_mutex_);
+  while (!stop_requested_) {
+    const double wait = next_tick - p.clock.now();
+    if (wait > 0 && stop_cv_.wait_for(lock, std::chrono::duration<double>(wait),
+                                      [this] { return stop_requested_; })) {
+      break;
+    }
+    next_tick += period;
+    lock.unlock();
+    const double tick_start = p.clock.now();
+    const TickReport report = p.runtime->tick();
+    p.metrics->record_tick(report, p.runtime->controller().guard_config(),
+                           report.decision.source == "override", p.clock.now() - tick_start,
+                           unix_seconds_now());
+    if (options_.on_status_line) {
+      options_.on_status_line(format_status_line(report, options_.json_status_lines));
+    }
+    if (options_.on_tick) options_.on_tick(report);
+    lock.lock();
+  }
+  loop_running_ = false;
+  stop_cv_.notify_all();
+}
+
+void Service::request_stop() {
+  std::lock_guard lock(stop_mutex_);
+  stop_requested_ = true;
+  stop_cv_.notify_all();
+}
+
+bool Service::stop_requested() const {
+  std::lock_guard lock(stop_mutex_);
+  return stop_requested_;
+}
+
+void Service::stop() {
+  request_stop();
+  std::lock_guard life(lifecycle_mutex_);
+  if (!started_ || stopped_) return;
+  {
+    // The loop ends after its tick in progress (its own thread, or run_until_stopped's caller).
+    std::unique_lock lock(stop_mutex_);
+    stop_cv_.wait(lock, [this] { return !loop_running_; });
+  }
+  if (tick_thread_.joinable()) tick_thread_.join();
+  shutdown();
+  stopped_ = true;
+}
+
+void Service::shutdown() {
+  Parts& p = *parts_;
+  if (p.api) p.api->stop();
+  spdlog::info("stopping: finishing in-flight messages and committing");
+  p.runtime->stop();
+}
+
+nlohmann::json Service::status() const {
+  const Parts& p = *parts_;
+  if (p.api) return p.api->status();
+  if (!p.api_context) return nlohmann::json::object();
+  return status_document(*p.api_context, false);
+}
+
+int Service::api_port() const {
+  return parts_->api ? parts_->api->port() : 0;
+}
+
+std::string Service::bootstrap_servers() const {
+  return config_.runtime.kafka.bootstrap_servers;
+}
+
+const Clock& Service::clock() const {
+  return parts_->clock;
+}
+
+ConsumerRuntime& Service::runtime() {
+  if (!parts_->runtime) throw std::logic_error("lagpilot::Service::runtime() before start()");
+  return *parts_->runtime;
+}
+
+}  // namespace lagpilot
