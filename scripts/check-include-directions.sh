@@ -11,6 +11,7 @@
 #   controller/metrics/  policies/, pool/, kafka/, metrics/
 #   controller/loadgen/  policies/, pool/, kafka/, loadgen/
 #   controller/calibration/  policies/, pool/, kafka/, loadgen/, calibration/
+#   controller/sinks/    policies/, kafka/, sinks/
 #   controller/ (its own files)  policies/, controller/**, lagpilot/ (never sim/)
 #   include/lagpilot/    policies/, controller/**, lagpilot/
 #   nothing outside cli/ includes cli/
@@ -69,7 +70,8 @@ check controller/api "$p|${c}api/"
 check controller/metrics "$p|${c}(pool|kafka|metrics)/"
 check controller/loadgen "$p|${c}(pool|kafka|loadgen)/"
 check controller/calibration "$p|${c}(pool|kafka|loadgen|calibration)/"
-check controller "$p|${c}|lagpilot/" "^controller/(pool|kafka|api|metrics|loadgen|calibration)/"
+check controller/sinks "$p|${c}(kafka|sinks)/"
+check controller "$p|${c}|lagpilot/" "^controller/(pool|kafka|api|metrics|loadgen|calibration|sinks)/"
 check include "$p|${c}|lagpilot/"
 
 # Nothing outside cli/ includes cli/.
