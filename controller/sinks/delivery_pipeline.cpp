@@ -1,0 +1,193 @@
+#include "controller/sinks/delivery_pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
+
+namespace lagpilot {
+namespace {
+
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string where(const SourceMessage& m) {
+  return m.topic + "/" + std::to_string(m.partition) + "@" + std::to_string(m.offset);
+}
+
+}  // namespace
+
+DeliveryPipeline::DeliveryPipeline(Attempt attempt, FailureConfig config,
+                                   DeadLetterSend dead_letter, uint64_t seed)
+    : attempt_(std::move(attempt)),
+      config_(std::move(config)),
+      permanent_action_(config_.permanent_action()),
+      dead_letter_(std::move(dead_letter)),
+      backoff_(config_.initial_backoff_seconds, config_.max_backoff_seconds),
+      seed_(seed) {
+  if (!config_.dead_letter_topic.empty() && !dead_letter_) {
+    throw std::invalid_argument("DeliveryPipeline: a dead-letter topic needs a DeadLetterSend");
+  }
+}
+
+double DeliveryPipeline::next_backoff(int failed_attempts, double retry_after_seconds) {
+  // One generator per worker thread and pipeline, each its own stream of the seed.
+  thread_local std::mt19937_64 rng;
+  thread_local const DeliveryPipeline* rng_owner = nullptr;
+  if (rng_owner != this) {
+    rng.seed(seed_ ^ (0x9E3779B97F4A7C15ull * (next_stream_.fetch_add(1) + 1)));
+    rng_owner = this;
+  }
+  return backoff_.delay(failed_attempts, rng, retry_after_seconds);
+}
+
+bool DeliveryPipeline::wait(double seconds) {
+  std::unique_lock lock(mu_);
+  stop_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return stopped_; });
+  stats_.backoff_seconds += seconds;
+  return !stopped_;
+}
+
+void DeliveryPipeline::enter_retry(int64_t started_ms) {
+  std::lock_guard lock(mu_);
+  ++stats_.in_retry;
+  retry_starts_.insert(started_ms);
+}
+
+void DeliveryPipeline::leave_retry(int64_t started_ms) {
+  std::lock_guard lock(mu_);
+  --stats_.in_retry;
+  retry_starts_.erase(retry_starts_.find(started_ms));
+}
+
+void DeliveryPipeline::operator()(const SourceMessage& m) {
+  int attempts = 0;
+  int64_t first_failure_ms = -1;
+  std::string last_error;
+  // Leaves the in-retry set however the message ends (finished, abandoned).
+  struct RetryScope {
+    DeliveryPipeline* self;
+    int64_t* started;
+    ~RetryScope() {
+      if (*started >= 0) self->leave_retry(*started);
+    }
+  } scope{this, &first_failure_ms};
+
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) throw DeliveryAbandoned("stopped before " + where(m) + " was delivered");
+    }
+    const Delivery d = attempt_(m);
+    ++attempts;
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.attempts;
+      ++window_attempts_;
+      if (d.pushback) {
+        ++stats_.pushbacks;
+        ++window_pushbacks_;
+      }
+      if (d.result == DeliveryResult::kDone) ++stats_.ok;
+    }
+    if (d.result == DeliveryResult::kDone) return;
+    last_error = d.error;
+    if (first_failure_ms < 0) {
+      first_failure_ms = unix_ms_now();
+      enter_retry(first_failure_ms);
+    }
+    const bool permanent = d.result == DeliveryResult::kPermanent;
+    if (permanent && permanent_action_ == "drop") {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.dropped;
+      }
+      spdlog::warn("delivery: dropped {} after {} attempt(s) (on_permanent_failure drop): {}",
+                   where(m), attempts, d.error);
+      return;
+    }
+    const bool exhausted = config_.max_attempts > 0 && attempts >= config_.max_attempts;
+    if ((permanent && permanent_action_ == "dead_letter") || exhausted) {
+      finish_dead_letter(m, last_error, attempts, first_failure_ms);
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.retry;
+    }
+    if (attempts == 1 || attempts % 100 == 0) {
+      spdlog::warn("delivery: {} failed (attempt {}), retrying: {}", where(m), attempts, d.error);
+    }
+    if (!wait(next_backoff(attempts, d.retry_after_seconds))) {
+      throw DeliveryAbandoned("stopped while " + where(m) + " was in retry");
+    }
+  }
+}
+
+void DeliveryPipeline::finish_dead_letter(const SourceMessage& m, const std::string& error,
+                                          int attempts, int64_t first_failure_ms) {
+  for (int tries = 1;; ++tries) {
+    const std::string why = dead_letter_(m, error, attempts, first_failure_ms);
+    if (why.empty()) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.dead_letter;
+      }
+      spdlog::warn("delivery: {} dead-lettered to {} after {} attempt(s): {}", where(m),
+                   config_.dead_letter_topic, attempts, error);
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.dead_letter_failures;
+    }
+    spdlog::error("delivery: dead-letter produce of {} failed (try {}), retrying: {}", where(m),
+                  tries, why);
+    if (!wait(next_backoff(tries, -1))) {
+      throw DeliveryAbandoned("stopped while " + where(m) + " waited for the dead-letter topic");
+    }
+  }
+}
+
+void DeliveryPipeline::stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  stop_cv_.notify_all();
+}
+
+DeliveryStats DeliveryPipeline::stats() const {
+  std::lock_guard lock(mu_);
+  DeliveryStats s = stats_;
+  s.oldest_retry_seconds =
+      retry_starts_.empty() ? 0.0 : (unix_ms_now() - *retry_starts_.begin()) / 1000.0;
+  return s;
+}
+
+double DeliveryPipeline::take_pushback_fraction() {
+  std::lock_guard lock(mu_);
+  const double f = window_attempts_ == 0 ? 0.0
+                                         : static_cast<double>(window_pushbacks_) /
+                                               static_cast<double>(window_attempts_);
+  window_attempts_ = window_pushbacks_ = 0;
+  return f;
+}
+
+DeliveryPipeline::Attempt callable_attempt(MessageHandler handler) {
+  return [handler = std::move(handler)](const SourceMessage& m) {
+    try {
+      handler(m);
+      return Delivery::done();
+    } catch (const PermanentFailure& e) {
+      return Delivery::permanent(e.what());
+    } catch (const std::exception& e) {
+      return Delivery::retry(e.what());
+    } catch (...) {
+      return Delivery::retry("unknown exception");
+    }
+  };
+}
+
+}  // namespace lagpilot

@@ -1,0 +1,119 @@
+#pragma once
+// DeliveryPipeline: one message's way through a sink, on the pool worker that holds it.
+//
+//   attempt ──done──────────────────────────────────────────────> finished (committable)
+//      │ retry (transient, or pushback)
+//      ├── attempts < max_attempts (or unlimited): wait the backoff (full jitter, or the sink's
+//      │   Retry-After), attempt again
+//      └── attempts exhausted ─> dead-letter produce, acknowledged ──> finished
+//   permanent ─> on_permanent_failure: dead_letter (as above) | drop (counted, logged) ──> finished
+//                                      | retry (as a transient failure)
+//
+// The message stays on its worker, and so in its key or partition lane, until it is finished:
+// ordering holds across retries, and a retrying message counts as unfinished, so backpressure
+// pauses fetching rather than letting retries pile up. A dead-letter produce that fails is
+// retried with the same backoff; nothing is finished before the dead-letter topic has it.
+//
+// stop() wakes every wait: a message not finished by then throws DeliveryAbandoned, which the
+// Kafka source treats as not done (its offset is not committed; the next owner gets it again).
+//
+// Thread-safety: operator() on any number of pool workers at once; stop(), stats() and
+// take_window() from any thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "controller/kafka/kafka_source.h"
+#include "controller/sinks/delivery.h"
+#include "controller/sinks/failure_policy.h"
+#include "controller/sinks/retry_backoff.h"
+
+namespace lagpilot {
+
+// Thrown out of the pipeline when it was stopped before the message finished.
+class DeliveryAbandoned : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Produces a record to the dead-letter topic and waits for the broker's acknowledgement.
+// Returns "" when acknowledged, else why not. Called on pool workers, concurrently.
+using DeadLetterSend =
+    std::function<std::string(const SourceMessage& message, const std::string& error, int attempts,
+                              int64_t first_failure_unix_ms)>;
+
+// The outcomes, declared once: name (the metric's label and the status key) and meaning.
+#define LAGPILOT_DELIVERY_OUTCOMES(X)                                  \
+  X(ok, "delivered: the sink said done")                               \
+  X(retry, "an attempt failed and the message was attempted again")    \
+  X(dead_letter, "produced to the dead-letter topic and acknowledged") \
+  X(dropped, "a permanent failure dropped on purpose")
+
+struct DeliveryStats {
+#define LAGPILOT_DECLARE_OUTCOME(name, help) uint64_t name = 0;
+  LAGPILOT_DELIVERY_OUTCOMES(LAGPILOT_DECLARE_OUTCOME)
+#undef LAGPILOT_DECLARE_OUTCOME
+  uint64_t attempts = 0;
+  uint64_t pushbacks = 0;             // attempts the sink pushed back (429/503, exec "retry")
+  uint64_t dead_letter_failures = 0;  // dead-letter produces that were not acknowledged
+  double backoff_seconds = 0;         // time spent waiting between attempts, in all
+  int64_t in_retry = 0;               // messages between a failed attempt and their end, now
+  double oldest_retry_seconds = 0;    // how long the oldest of them has been failing, now
+};
+
+class DeliveryPipeline {
+ public:
+  using Attempt = std::function<Delivery(const SourceMessage&)>;
+
+  // `dead_letter` may be empty only when the config has no dead-letter topic. `seed` seeds the
+  // backoff jitter (each worker thread draws from its own generator derived from it).
+  DeliveryPipeline(Attempt attempt, FailureConfig config, DeadLetterSend dead_letter,
+                   uint64_t seed);
+
+  // Delivers `message` until it is finished (see the header comment). Throws DeliveryAbandoned
+  // after stop().
+  void operator()(const SourceMessage& message);
+
+  // Ends every wait; what is not finished is abandoned. Idempotent.
+  void stop();
+
+  DeliveryStats stats() const;
+  // Pushed-back attempts / attempts since the last call (0 when none), for the control loop.
+  double take_pushback_fraction();
+
+ private:
+  bool wait(double seconds);  // false when stopped meanwhile
+  double next_backoff(int failed_attempts, double retry_after_seconds);
+  void finish_dead_letter(const SourceMessage& m, const std::string& error, int attempts,
+                          int64_t first_failure_ms);
+  void enter_retry(int64_t started_ms);
+  void leave_retry(int64_t started_ms);
+
+  Attempt attempt_;
+  FailureConfig config_;
+  std::string permanent_action_;
+  DeadLetterSend dead_letter_;
+  RetryBackoff backoff_;
+  const uint64_t seed_;
+  std::atomic<uint64_t> next_stream_{0};  // atomic: each worker thread takes a jitter stream
+
+  mutable std::mutex mu_;  // guards stats_, retry_starts_, stopped_, the window counts
+  std::condition_variable stop_cv_;
+  bool stopped_ = false;
+  DeliveryStats stats_;
+  std::multiset<int64_t> retry_starts_;  // first-failure times (unix ms) of messages in retry
+  uint64_t window_attempts_ = 0;
+  uint64_t window_pushbacks_ = 0;
+};
+
+// A C++ MessageHandler as an attempt: returning is done, PermanentFailure is permanent, any
+// other exception transient.
+DeliveryPipeline::Attempt callable_attempt(MessageHandler handler);
+
+}  // namespace lagpilot
