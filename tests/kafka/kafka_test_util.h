@@ -16,6 +16,7 @@ struct ReadRecord {
   int64_t offset = 0;
   std::string key;
   std::string value;
+  std::vector<std::pair<std::string, std::string>> headers;  // in record order
 };
 
 // Reads partitions [0, partitions) of `topic` from the beginning until `expected` records
@@ -61,6 +62,17 @@ inline std::vector<ReadRecord> read_back(const std::string& bootstrap, const std
       if (msg->key != nullptr) r.key.assign(static_cast<const char*>(msg->key), msg->key_len);
       if (msg->payload != nullptr) {
         r.value.assign(static_cast<const char*>(msg->payload), msg->len);
+      }
+      rd_kafka_headers_t* headers = nullptr;
+      if (rd_kafka_message_headers(msg, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char* name = nullptr;
+        const void* value = nullptr;
+        size_t size = 0;
+        for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
+                           RD_KAFKA_RESP_ERR_NO_ERROR;
+             ++i) {
+          r.headers.emplace_back(name, std::string(static_cast<const char*>(value), size));
+        }
       }
       records.push_back(std::move(r));
     }
