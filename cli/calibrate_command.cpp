@@ -288,7 +288,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
       where = run.kafka.bootstrap_servers;
       spdlog::warn("calibrate: producing synthetic messages into topic '{}' on {}", topic, where);
     }
-    const SyntheticHandlerConfig& h = run.handler;
+    const SyntheticHandlerConfig& h = run.handler.synthetic;
     spdlog::info(
         "calibrate: topic '{}' on {}, group '{}'; synthetic handler {:.3g} ms mean, cv "
         "{:.3g}{}; steps {}; dwell {:.3g} s ({:.3g} s warm-up): about {:.0f} s",
@@ -304,7 +304,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
     pool_options.initial_workers = steps.front();
     pool_options.max_workers = steps.back();
     WorkerPool pool(pool_options, clock);
-    auto synthetic = std::make_shared<SyntheticHandler>(run.handler);
+    auto synthetic = std::make_shared<SyntheticHandler>(run.handler.synthetic);
     KafkaSource source(
         run.kafka, pool, [synthetic](const SourceMessage& m) { (*synthetic)(m); }, clock);
     SaturatingProducerOptions po;

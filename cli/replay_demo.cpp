@@ -46,7 +46,7 @@ ReplayDemo::ReplayDemo(ReplayOptions options, AppConfig& config)
   peak_ = options_.peak_rate;
   if (peak_ <= 0) {
     peak_ = 0.9 * config.guards.max_workers /
-            std::max(1e-6, config.runtime.handler.service_mean_seconds);
+            std::max(1e-6, config.runtime.handler.synthetic.service_mean_seconds);
   }
   trace_ = sim::scale_to_peak(std::move(trace_), peak_);
 }

@@ -81,7 +81,7 @@ void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
   root.read("topic_partitions", c.topic_partitions, 1, 1024);
   if (root.has("kafka")) c.kafka = KafkaSourceConfig::from_json(*root.raw("kafka"), "kafka");
   if (root.has("handler")) {
-    c.handler = SyntheticHandlerConfig::from_json(*root.raw("handler"), "handler");
+    c.handler = HandlerConfig::from_json(*root.raw("handler"), "handler");
   }
   {
     JsonObjectReader pool = root.child("pool");
@@ -95,6 +95,7 @@ void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
       throw ConfigError(pool.path_of("low_watermark"), "must be below high_watermark");
     }
   }
+  if (root.has("failure")) c.failure = FailureConfig::from_json(*root.raw("failure"), "failure");
   root.read("ledger", c.ledger);
   root.read("tick_seconds", c.tick_seconds, 0.01, 3600.0);
   root.read("shutdown_timeout_seconds", c.shutdown_timeout_seconds, 0.0, 3600.0);
@@ -108,6 +109,7 @@ void RuntimeConfig::write_keys(nlohmann::json& root) const {
   root["topic_partitions"] = topic_partitions;
   root["kafka"] = kafka.to_json();
   root["handler"] = handler.to_json();
+  root["failure"] = failure.to_json();
   root["pool"] = {{"queue_capacity", pool.queue_capacity},
                   {"high_watermark", pool.high_watermark},
                   {"low_watermark", pool.low_watermark}};

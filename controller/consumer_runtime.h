@@ -12,7 +12,8 @@
 
 #include "controller/kafka/kafka_source.h"
 #include "controller/metrics/tick_report.h"
-#include "controller/loadgen/synthetic_handler.h"
+#include "controller/handler_config.h"
+#include "controller/sinks/failure_policy.h"
 #include "controller/pool/worker_pool.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
@@ -27,7 +28,8 @@ struct RuntimeConfig {
   int topic_partitions = 8;  // partitions of each topic the embedded broker creates
   KafkaSourceConfig kafka;
   WorkerPoolOptions pool;  // initial_workers and max_workers follow the guards
-  SyntheticHandlerConfig handler;
+  HandlerConfig handler;  // "handler": synthetic (the default), http or exec
+  FailureConfig failure;  // "failure": retries, backoff, dead letters
   std::string ledger;  // file to append processed (topic, partition, offset, seq)
   double tick_seconds = 1.0;
   double shutdown_timeout_seconds = 10.0;

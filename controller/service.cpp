@@ -12,6 +12,10 @@
 #include "controller/loadgen/message_codec.h"
 #include "controller/loadgen/synthetic_handler.h"
 #include "controller/metrics/metrics.h"
+#include "controller/sinks/dead_letter_producer.h"
+#include "controller/sinks/delivery_pipeline.h"
+#include "controller/sinks/exec_sink.h"
+#include "controller/sinks/http_sink.h"
 #include "controller/steady_clock.h"
 #include "lagpilot/lagpilot.h"
 #include "policies/config_reader.h"
@@ -32,6 +36,12 @@ double unix_seconds_now() {
 // What start() builds, in the order it builds them (and the reverse order of destruction).
 struct Service::Parts {
   SteadyClock clock;
+  // The sink the handler delivers to (at most one of them), its retries and dead letters.
+  std::shared_ptr<SyntheticHandler> synthetic;
+  std::unique_ptr<HttpSink> http;
+  std::unique_ptr<ExecSink> exec;
+  std::unique_ptr<DeadLetterProducer> dead_letters;  // built by start(): needs the brokers
+  std::unique_ptr<DeliveryPipeline> pipeline;
   MessageHandler handler;
   std::string api_token;
   std::unique_ptr<EmbeddedBroker> broker;
@@ -72,12 +82,36 @@ Service::Service(AppConfig config, MessageHandler handler, ServiceOptions option
     throw ConfigError("http.host", "\"" + config_.http.host + "\" is not loopback: set a token ($" +
                                        config_.http.token_env + " or --api-token-file) first");
   }
-  if (!handler) {
-    auto synthetic = std::make_shared<SyntheticHandler>(config_.runtime.handler);
-    handler = [synthetic](const SourceMessage& m) { (*synthetic)(m); };
+  Parts& p = *parts_;
+  DeliveryPipeline::Attempt attempt;
+  const HandlerConfig& hc = config_.runtime.handler;
+  if (handler) {
+    attempt = callable_attempt(std::move(handler));
+  } else if (hc.type == "http") {
+    p.http = std::make_unique<HttpSink>(hc.http);
+    attempt = [sink = p.http.get()](const SourceMessage& m) { return sink->deliver(m); };
+  } else if (hc.type == "exec") {
+    p.exec = std::make_unique<ExecSink>(hc.exec);
+    attempt = [sink = p.exec.get()](const SourceMessage& m) { return sink->deliver(m); };
+  } else {
+    p.synthetic = std::make_shared<SyntheticHandler>(hc.synthetic);
+    attempt =
+        callable_attempt([synthetic = p.synthetic](const SourceMessage& m) { (*synthetic)(m); });
   }
+  DeadLetterSend dead_letter;
+  if (!config_.runtime.failure.dead_letter_topic.empty()) {
+    dead_letter = [&p](const SourceMessage& m, const std::string& error, int attempts,
+                       int64_t first_failure_ms) {
+      return p.dead_letters->send(m, error, attempts, first_failure_ms);
+    };
+  }
+  p.pipeline = std::make_unique<DeliveryPipeline>(std::move(attempt), config_.runtime.failure,
+                                                  std::move(dead_letter),
+                                                  config_.runtime.handler.synthetic.seed);
+  handler = [pipeline = p.pipeline.get()](const SourceMessage& m) { (*pipeline)(m); };
   if (!config_.runtime.ledger.empty()) {
-    // Appended after the handler returns: the ledger lists what was processed.
+    // Appended once the message is finished (done, dead-lettered or dropped): the ledger
+    // lists what the run accounted for.
     auto ledger = std::make_shared<Ledger>(config_.runtime.ledger);
     handler = [inner = std::move(handler), ledger](const SourceMessage& m) {
       inner(m);
@@ -108,6 +142,20 @@ void Service::start() {
     spdlog::info("embedded broker at {}", p.broker->bootstrap_servers());
   }
 
+  if (!rc.failure.dead_letter_topic.empty()) {
+    // The consumer's connection settings (TLS, SASL), not its consumer settings.
+    std::map<std::string, std::string> connection;
+    for (const auto& [k, v] : rc.kafka.properties) {
+      if (k.rfind("security.", 0) == 0 || k.rfind("sasl.", 0) == 0 || k.rfind("ssl.", 0) == 0 ||
+          k == "bootstrap.servers" || k == "client.id") {
+        connection[k] = v;
+      }
+    }
+    const std::string brokers = rc.kafka.bootstrap_servers.empty() ? connection["bootstrap.servers"]
+                                                                   : rc.kafka.bootstrap_servers;
+    p.dead_letters =
+        std::make_unique<DeadLetterProducer>(brokers, rc.failure.dead_letter_topic, connection);
+  }
   p.runtime = std::make_unique<ConsumerRuntime>(rc, config_.make_policy(), config_.guards,
                                                 p.handler, p.clock);
   p.runtime->start();
@@ -232,6 +280,9 @@ void Service::shutdown() {
   Parts& p = *parts_;
   if (p.api) p.api->stop();
   spdlog::info("stopping: finishing in-flight messages and committing");
+  // Messages waiting to be retried are given up now (not committed: delivered again later);
+  // attempts in progress finish.
+  p.pipeline->stop();
   p.runtime->stop();
 }
 

@@ -25,10 +25,10 @@ DeliveryPipeline::DeliveryPipeline(Attempt attempt, FailureConfig config,
     : attempt_(std::move(attempt)),
       config_(std::move(config)),
       permanent_action_(config_.permanent_action()),
-      dead_letter_(std::move(dead_letter)),
+      send_dead_letter_(std::move(dead_letter)),
       backoff_(config_.initial_backoff_seconds, config_.max_backoff_seconds),
       seed_(seed) {
-  if (!config_.dead_letter_topic.empty() && !dead_letter_) {
+  if (!config_.dead_letter_topic.empty() && !send_dead_letter_) {
     throw std::invalid_argument("DeliveryPipeline: a dead-letter topic needs a DeadLetterSend");
   }
 }
@@ -46,20 +46,21 @@ double DeliveryPipeline::next_backoff(int failed_attempts, double retry_after_se
 
 bool DeliveryPipeline::wait(double seconds) {
   std::unique_lock lock(mu_);
-  stop_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return stopped_; });
-  stats_.backoff_seconds += seconds;
-  return !stopped_;
+  stop_cv_.wait_for(lock, std::chrono::duration<double>(seconds),
+                    [this] { return stopped_.load(); });
+  backoff_seconds_ += seconds;
+  return !stopped_.load();
 }
 
 void DeliveryPipeline::enter_retry(int64_t started_ms) {
   std::lock_guard lock(mu_);
-  ++stats_.in_retry;
+  ++in_retry_;
   retry_starts_.insert(started_ms);
 }
 
 void DeliveryPipeline::leave_retry(int64_t started_ms) {
   std::lock_guard lock(mu_);
-  --stats_.in_retry;
+  --in_retry_;
   retry_starts_.erase(retry_starts_.find(started_ms));
 }
 
@@ -77,23 +78,19 @@ void DeliveryPipeline::operator()(const SourceMessage& m) {
   } scope{this, &first_failure_ms};
 
   while (true) {
-    {
-      std::lock_guard lock(mu_);
-      if (stopped_) throw DeliveryAbandoned("stopped before " + where(m) + " was delivered");
-    }
+    if (stopped_.load()) throw DeliveryAbandoned("stopped before " + where(m) + " was delivered");
     const Delivery d = attempt_(m);
     ++attempts;
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.attempts;
-      ++window_attempts_;
-      if (d.pushback) {
-        ++stats_.pushbacks;
-        ++window_pushbacks_;
-      }
-      if (d.result == DeliveryResult::kDone) ++stats_.ok;
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+    window_attempts_.fetch_add(1, std::memory_order_relaxed);
+    if (d.pushback) {
+      pushbacks_.fetch_add(1, std::memory_order_relaxed);
+      window_pushbacks_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (d.result == DeliveryResult::kDone) return;
+    if (d.result == DeliveryResult::kDone) {
+      ok_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     last_error = d.error;
     if (first_failure_ms < 0) {
       first_failure_ms = unix_ms_now();
@@ -101,10 +98,7 @@ void DeliveryPipeline::operator()(const SourceMessage& m) {
     }
     const bool permanent = d.result == DeliveryResult::kPermanent;
     if (permanent && permanent_action_ == "drop") {
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.dropped;
-      }
+      dropped_.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("delivery: dropped {} after {} attempt(s) (on_permanent_failure drop): {}",
                    where(m), attempts, d.error);
       return;
@@ -114,10 +108,7 @@ void DeliveryPipeline::operator()(const SourceMessage& m) {
       finish_dead_letter(m, last_error, attempts, first_failure_ms);
       return;
     }
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.retry;
-    }
+    retry_.fetch_add(1, std::memory_order_relaxed);
     if (attempts == 1 || attempts % 100 == 0) {
       spdlog::warn("delivery: {} failed (attempt {}), retrying: {}", where(m), attempts, d.error);
     }
@@ -130,20 +121,14 @@ void DeliveryPipeline::operator()(const SourceMessage& m) {
 void DeliveryPipeline::finish_dead_letter(const SourceMessage& m, const std::string& error,
                                           int attempts, int64_t first_failure_ms) {
   for (int tries = 1;; ++tries) {
-    const std::string why = dead_letter_(m, error, attempts, first_failure_ms);
+    const std::string why = send_dead_letter_(m, error, attempts, first_failure_ms);
     if (why.empty()) {
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.dead_letter;
-      }
+      dead_letter_.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("delivery: {} dead-lettered to {} after {} attempt(s): {}", where(m),
                    config_.dead_letter_topic, attempts, error);
       return;
     }
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.dead_letter_failures;
-    }
+    dead_letter_failures_.fetch_add(1, std::memory_order_relaxed);
     spdlog::error("delivery: dead-letter produce of {} failed (try {}), retrying: {}", where(m),
                   tries, why);
     if (!wait(next_backoff(tries, -1))) {
@@ -153,26 +138,33 @@ void DeliveryPipeline::finish_dead_letter(const SourceMessage& m, const std::str
 }
 
 void DeliveryPipeline::stop() {
-  std::lock_guard lock(mu_);
-  stopped_ = true;
+  std::lock_guard lock(mu_);  // a waiter between its check and its wait sees the change
+  stopped_.store(true);
   stop_cv_.notify_all();
 }
 
 DeliveryStats DeliveryPipeline::stats() const {
+  DeliveryStats s;
+#define LAGPILOT_COPY_OUTCOME(name, help) s.name = name##_.load(std::memory_order_relaxed);
+  LAGPILOT_DELIVERY_OUTCOMES(LAGPILOT_COPY_OUTCOME)
+#undef LAGPILOT_COPY_OUTCOME
+  s.attempts = attempts_.load(std::memory_order_relaxed);
+  s.pushbacks = pushbacks_.load(std::memory_order_relaxed);
+  s.dead_letter_failures = dead_letter_failures_.load(std::memory_order_relaxed);
   std::lock_guard lock(mu_);
-  DeliveryStats s = stats_;
+  s.backoff_seconds = backoff_seconds_;
+  s.in_retry = in_retry_;
   s.oldest_retry_seconds =
       retry_starts_.empty() ? 0.0 : (unix_ms_now() - *retry_starts_.begin()) / 1000.0;
   return s;
 }
 
 double DeliveryPipeline::take_pushback_fraction() {
-  std::lock_guard lock(mu_);
-  const double f = window_attempts_ == 0 ? 0.0
-                                         : static_cast<double>(window_pushbacks_) /
-                                               static_cast<double>(window_attempts_);
-  window_attempts_ = window_pushbacks_ = 0;
-  return f;
+  const uint64_t attempts = window_attempts_.exchange(0);
+  const uint64_t pushbacks = window_pushbacks_.exchange(0);
+  return attempts == 0
+             ? 0.0
+             : std::min(1.0, static_cast<double>(pushbacks) / static_cast<double>(attempts));
 }
 
 DeliveryPipeline::Attempt callable_attempt(MessageHandler handler) {

@@ -98,18 +98,26 @@ class DeliveryPipeline {
   Attempt attempt_;
   FailureConfig config_;
   std::string permanent_action_;
-  DeadLetterSend dead_letter_;
+  DeadLetterSend send_dead_letter_;
   RetryBackoff backoff_;
   const uint64_t seed_;
   std::atomic<uint64_t> next_stream_{0};  // atomic: each worker thread takes a jitter stream
 
-  mutable std::mutex mu_;  // guards stats_, retry_starts_, stopped_, the window counts
+  // Counters bumped on every attempt: atomic, so that a delivery that succeeds at once takes
+  // no lock.
+#define LAGPILOT_DECLARE_OUTCOME(name, help) std::atomic<uint64_t> name##_{0};
+  LAGPILOT_DELIVERY_OUTCOMES(LAGPILOT_DECLARE_OUTCOME)
+#undef LAGPILOT_DECLARE_OUTCOME
+  std::atomic<uint64_t> attempts_{0}, pushbacks_{0}, dead_letter_failures_{0};
+  std::atomic<uint64_t> window_attempts_{0}, window_pushbacks_{0};  // since take_pushback_fraction
+  std::atomic<bool> stopped_{false};  // atomic: read before every attempt; set under mu_
+
+  mutable std::mutex
+      mu_;  // guards backoff_seconds_, in_retry_, retry_starts_; stop_cv_ waits on it
   std::condition_variable stop_cv_;
-  bool stopped_ = false;
-  DeliveryStats stats_;
+  double backoff_seconds_ = 0;
+  int64_t in_retry_ = 0;
   std::multiset<int64_t> retry_starts_;  // first-failure times (unix ms) of messages in retry
-  uint64_t window_attempts_ = 0;
-  uint64_t window_pushbacks_ = 0;
 };
 
 // A C++ MessageHandler as an attempt: returning is done, PermanentFailure is permanent, any
