@@ -44,10 +44,13 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
     o.queue_depth = static_cast<int64_t>(pool_.queue_depth());
     o.queue_capacity = static_cast<int64_t>(pool_.queue_capacity());
     o.assigned_partitions = last_stats_.assigned_partitions;
+    o.sink_pushback = sink_pushback ? sink_pushback() : -1.0;
     return o;
   }
 
   const SourceStats& last_stats() const { return last_stats_; }
+
+  std::function<double()> sink_pushback;  // set before start(); called on the control thread
   const PoolWindow& last_window() const { return last_window_; }
 
  private:
@@ -135,6 +138,10 @@ ConsumerRuntime::ConsumerRuntime(RuntimeConfig config, std::unique_ptr<Policy> p
 
 ConsumerRuntime::~ConsumerRuntime() {
   stop();
+}
+
+void ConsumerRuntime::set_sink_pushback(std::function<double()> source) {
+  sampler_->sink_pushback = std::move(source);
 }
 
 void ConsumerRuntime::start() {

@@ -6,15 +6,16 @@
 // Thread-safety: start(), tick() and stop() are called from one control thread. controller()
 // may be used from any thread (it is internally locked). The handler runs on pool workers.
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "controller/handler_config.h"
 #include "controller/kafka/kafka_source.h"
 #include "controller/metrics/tick_report.h"
-#include "controller/handler_config.h"
-#include "controller/sinks/failure_policy.h"
 #include "controller/pool/worker_pool.h"
+#include "controller/sinks/failure_policy.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
 #include "policies/control_loop.h"
@@ -28,9 +29,9 @@ struct RuntimeConfig {
   int topic_partitions = 8;  // partitions of each topic the embedded broker creates
   KafkaSourceConfig kafka;
   WorkerPoolOptions pool;  // initial_workers and max_workers follow the guards
-  HandlerConfig handler;  // "handler": synthetic (the default), http or exec
-  FailureConfig failure;  // "failure": retries, backoff, dead letters
-  std::string ledger;  // file to append processed (topic, partition, offset, seq)
+  HandlerConfig handler;   // "handler": synthetic (the default), http or exec
+  FailureConfig failure;   // "failure": retries, backoff, dead letters
+  std::string ledger;      // file to append processed (topic, partition, offset, seq)
   double tick_seconds = 1.0;
   double shutdown_timeout_seconds = 10.0;
   double lag_slo = 10000;  // messages; "seconds above the lag SLO" counts ticks above it
@@ -58,6 +59,10 @@ class ConsumerRuntime {
                   MessageHandler handler, const Clock& clock);
   ~ConsumerRuntime();
 
+  // Where the sink's pushback fraction comes from (Observation::sink_pushback: the fraction of
+  // deliveries since the last call that the sink pushed back). Unset: -1, no sink. Before
+  // start(); it is called on the control thread, once per tick.
+  void set_sink_pushback(std::function<double()> source);
   // Starts the pool and the Kafka source (subscribes). kafka.bootstrap_servers must be set.
   void start();
   // One control iteration: sample, decide, guard, resize.

@@ -158,6 +158,12 @@ void Service::start() {
   }
   p.runtime = std::make_unique<ConsumerRuntime>(rc, config_.make_policy(), config_.guards,
                                                 p.handler, p.clock);
+  // Only a sink that can push back (http, exec) feeds the sink_pushback guard.
+  if (p.http || p.exec) {
+    p.runtime->set_sink_pushback([pipeline = p.pipeline.get()] {
+      return pipeline->take_pushback_fraction();
+    });
+  }
   p.runtime->start();
   spdlog::info("consuming {} from {} with policy {} ({}..{} workers)", rc.kafka.topics.front(),
                rc.kafka.bootstrap_servers, config_.policy_name, config_.guards.min_workers,

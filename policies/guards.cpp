@@ -31,6 +31,9 @@ GuardConfig GuardConfig::from_json(const nlohmann::json& j, const std::string& p
   r.read("latency_ceiling_seconds", c.latency_ceiling_seconds, 0.0, 3600.0);
   r.read("latency_ceiling_min_gain", c.latency_ceiling_min_gain, 0.0, 10.0);
   r.read("latency_ceiling_judge_seconds", c.latency_ceiling_judge_seconds, 0.0, 3600.0);
+  r.read("sink_pushback_guard", c.sink_pushback_guard);
+  r.read("sink_pushback_threshold", c.sink_pushback_threshold, 0.0, 1.0);
+  r.read("sink_pushback_seconds", c.sink_pushback_seconds, 0.0, 86400.0);
   r.finish();
   if (c.hard_min_workers > c.hard_max_workers) {
     throw ConfigError(r.path_of("hard_min_workers"),
@@ -63,7 +66,10 @@ nlohmann::json GuardConfig::to_json() const {
                         {"scale_down_window_seconds", scale_down_window_seconds},
                         {"latency_ceiling_seconds", latency_ceiling_seconds},
                         {"latency_ceiling_min_gain", latency_ceiling_min_gain},
-                        {"latency_ceiling_judge_seconds", latency_ceiling_judge_seconds}};
+                        {"latency_ceiling_judge_seconds", latency_ceiling_judge_seconds},
+                        {"sink_pushback_guard", sink_pushback_guard},
+                        {"sink_pushback_threshold", sink_pushback_threshold},
+                        {"sink_pushback_seconds", sink_pushback_seconds}};
 }
 
 GuardChain::GuardChain(GuardConfig config) : config_(std::move(config)) {}
@@ -169,7 +175,10 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
     w = std::max(current, config_.min_workers);
   }
 
-  // 5. Manual override (an expired pin is dropped, as in active_override(), without a copy).
+  // 5. Sink pushback.
+  if (config_.sink_pushback_guard && obs.sink_pushback >= 0) w = apply_sink_pushback(w, obs, d);
+
+  // 6. Manual override (an expired pin is dropped, as in active_override(), without a copy).
   if (override_ && obs.time >= override_->expires_at) override_.reset();
   if (override_) {
     const ManualOverride& pin = *override_;
@@ -189,6 +198,59 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   }
   d.workers = w;
   return d;
+}
+
+int GuardChain::apply_sink_pushback(int w, const Observation& obs, Decision& d) {
+  const int current = obs.current_workers;
+  const double hold = config_.sink_pushback_seconds;
+  const bool explain = obs.explain;
+  const auto percent = [](double f) { return text::fixed(100.0 * f, f < 0.1 ? 1 : 0) + " %"; };
+  if (obs.sink_pushback > config_.sink_pushback_threshold) {
+    if (pushback_since_ < 0) pushback_since_ = obs.time;
+    last_pushback_ = obs.time;
+    if (pushback_ceiling_ == 0 || pushback_ceiling_ > current) pushback_ceiling_ = current;
+    if (w > current) {
+      if (explain) {
+        d.guards.push_back("sink pushback " + percent(obs.sink_pushback) + " > " +
+                           percent(config_.sink_pushback_threshold) + ": no scale-up");
+      }
+      w = current;
+    }
+    if (obs.time - pushback_since_ >= hold && obs.time - last_pushback_step_ >= hold &&
+        current - 1 >= config_.min_workers && w > current - 1) {
+      w = current - 1;
+      pushback_ceiling_ = w;
+      last_pushback_step_ = obs.time;
+      pushback_since_ = obs.time;
+      if (explain) {
+        d.guards.push_back("sink pushback " + percent(obs.sink_pushback) + " for " +
+                           seconds_text(hold) + ": down a step to " + std::to_string(w));
+      }
+    }
+    return w;
+  }
+  pushback_since_ = -1.0;
+  if (pushback_ceiling_ == 0) return w;
+  // Probe one worker higher after each quiet stretch; forget the ceiling once it reaches the
+  // upper bound.
+  if (obs.time - last_pushback_ >= hold && obs.time - last_pushback_step_ >= hold) {
+    ++pushback_ceiling_;
+    last_pushback_step_ = obs.time;
+    if (pushback_ceiling_ >= config_.max_workers) {
+      pushback_ceiling_ = 0;
+      return w;
+    }
+  }
+  const int cap = std::max(pushback_ceiling_, current);  // never forces a pool down by itself
+  if (w > cap) {
+    if (explain) {
+      d.guards.push_back("sink pushback: holding at the sink's ceiling " +
+                         std::to_string(pushback_ceiling_) + " (last pushback " +
+                         seconds_text(obs.time - last_pushback_) + " ago)");
+    }
+    w = cap;
+  }
+  return w;
 }
 
 void GuardChain::set_bounds(int min_workers, int max_workers) {

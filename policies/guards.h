@@ -7,7 +7,12 @@
 //                     scale_down_window_seconds wins, so a dip does not shrink the pool at once
 //   4. latency ceiling  no scale-up while process latency p99 is above latency_ceiling_seconds
 //                     and the last scale-up did not raise throughput (downstream is saturated)
-//   5. manual override  an operator pin replaces the size until it expires (clamped to the
+//   5. sink pushback  no scale-up while the sink pushes back (Observation::sink_pushback above
+//                     sink_pushback_threshold); pushback that lasts sink_pushback_seconds lowers
+//                     the size by one and makes it the sink's ceiling, which is probed one
+//                     worker higher after each sink_pushback_seconds without pushback (so the
+//                     pool settles at the concurrency the sink takes instead of flapping)
+//   6. manual override  an operator pin replaces the size until it expires (clamped to the
 //                     hard limits, never to the soft bounds)
 //
 // Every guard that changes the size appends one sentence to Decision::guards.
@@ -30,8 +35,8 @@ struct GuardConfig {
   // Hard limits fixed at start-up: bounds changed at runtime must stay inside them.
   int hard_min_workers = 1;
   int hard_max_workers = 64;
-  int max_step_up = 0;    // workers per tick; 0 = unlimited
-  int max_step_down = 0;  // workers per tick; 0 = unlimited
+  int max_step_up = 0;                      // workers per tick; 0 = unlimited
+  int max_step_down = 0;                    // workers per tick; 0 = unlimited
   double scale_down_window_seconds = 60.0;  // 0 disables stabilization
   double latency_ceiling_seconds = 0.0;     // 0 disables the latency ceiling
   // A scale-up "raised throughput" when processed rate grew by at least this fraction.
@@ -39,6 +44,10 @@ struct GuardConfig {
   // A scale-up is judged this long after it was decided (new workers need time to warm up);
   // until then further scale-ups are held while latency is above the ceiling.
   double latency_ceiling_judge_seconds = 10.0;
+  // Sink pushback guard: on whenever the sink reports pushback (Observation::sink_pushback >= 0).
+  bool sink_pushback_guard = true;
+  double sink_pushback_threshold = 0.01;  // fraction of deliveries pushed back
+  double sink_pushback_seconds = 30.0;    // pushback this long steps the size down
 
   // Reads the "guards" object; validates ranges and min <= max. Throws ConfigError.
   static GuardConfig from_json(const nlohmann::json& j, const std::string& path = "guards");
@@ -56,8 +65,7 @@ class GuardChain {
   explicit GuardChain(GuardConfig config);
 
   // Applies the guards to the policy's proposal; obs.current_workers is the pool size now.
-  Decision apply(const Proposal& proposal, const std::string& policy_name,
-                 const Observation& obs);
+  Decision apply(const Proposal& proposal, const std::string& policy_name, const Observation& obs);
 
   // Throws ConfigError when outside the hard limits or min > max.
   void set_bounds(int min_workers, int max_workers);
@@ -78,6 +86,14 @@ class GuardChain {
   double scale_up_time_ = 0.0;
   bool scale_up_pending_ = false;
   bool last_scale_up_helped_ = true;
+  // Sink-pushback memory: when the current run of pushback began (-1: none), when the sink
+  // last pushed back, when the guard last stepped down or probed, and the ceiling it learned
+  // (0: none).
+  double pushback_since_ = -1.0;
+  double last_pushback_ = 0.0;
+  double last_pushback_step_ = -1e300;
+  int pushback_ceiling_ = 0;
+  int apply_sink_pushback(int w, const Observation& obs, Decision& d);
 };
 
 }  // namespace lagpilot

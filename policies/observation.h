@@ -33,6 +33,9 @@ struct Observation {
   int64_t queue_depth = 0;      // messages fetched but not yet started
   int64_t queue_capacity = 0;
   int assigned_partitions = 0;
+  // Fraction of the sink's deliveries in the window that it pushed back (HTTP 429/503, an exec
+  // "retry"); -1 when no sink reports it (the sink_pushback guard then does nothing).
+  double sink_pushback = -1.0;
   // The bounds in force (filled in by the ControlLoop from the guards), so a policy can size its
   // output range without holding a copy that would go stale when an operator changes them.
   int min_workers = 1;
