@@ -179,9 +179,10 @@ void Service::start() {
   ApiContext& ctx = *p.api_context;
   ctx.token = p.api_token;
   ctx.metrics_text = [&metrics] { return metrics.render(); };
-  ctx.status_extra = [&metrics, &runtime] {
+  ctx.status_extra = [&metrics, &runtime, pipeline = p.pipeline.get()] {
     nlohmann::json j = metrics.last_tick_status();
     j["pool_size_now"] = runtime.pool().size();
+    j["deliveries"] = to_json(pipeline->stats());
     return j;
   };
   ctx.set_paused = [&runtime](bool paused) {

@@ -167,6 +167,20 @@ double DeliveryPipeline::take_pushback_fraction() {
              : std::min(1.0, static_cast<double>(pushbacks) / static_cast<double>(attempts));
 }
 
+nlohmann::json to_json(const DeliveryStats& s) {
+  nlohmann::json j;
+#define LAGPILOT_OUTCOME_JSON(name, help) j[#name] = s.name;
+  LAGPILOT_DELIVERY_OUTCOMES(LAGPILOT_OUTCOME_JSON)
+#undef LAGPILOT_OUTCOME_JSON
+  j["attempts"] = s.attempts;
+  j["pushbacks"] = s.pushbacks;
+  j["dead_letter_failures"] = s.dead_letter_failures;
+  j["backoff_seconds"] = s.backoff_seconds;
+  j["in_retry"] = s.in_retry;
+  j["oldest_retry_seconds"] = s.oldest_retry_seconds;
+  return j;
+}
+
 DeliveryPipeline::Attempt callable_attempt(MessageHandler handler) {
   return [handler = std::move(handler)](const SourceMessage& m) {
     try {

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -66,6 +67,10 @@ struct DeliveryStats {
   int64_t in_retry = 0;               // messages between a failed attempt and their end, now
   double oldest_retry_seconds = 0;    // how long the oldest of them has been failing, now
 };
+
+// {"ok", "retry", "dead_letter", "dropped", "attempts", "pushbacks", "dead_letter_failures",
+// "backoff_seconds", "in_retry", "oldest_retry_seconds"}: the "deliveries" of /v1/status.
+nlohmann::json to_json(const DeliveryStats& stats);
 
 class DeliveryPipeline {
  public:

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -12,9 +13,13 @@
 #include <thread>
 #include <utility>
 
+#include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/message_codec.h"
 #include "controller/loadgen/producer.h"
+#include "controller/sinks/delivery.h"
+#include "controller/steady_clock.h"
 #include "lagpilot/lagpilot.h"
+#include "tests/kafka/kafka_test_util.h"
 
 namespace lagpilot {
 namespace {
@@ -153,6 +158,81 @@ TEST(Service, StopFromAnotherThreadEndsRunUntilStopped) {
   stopper.join();
   EXPECT_TRUE(service.stop_requested());
   service.stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace lagpilot
+
+namespace lagpilot {
+namespace {
+
+// A dead-letter produce that the broker refuses holds the partition's commit below the
+// failed record until a later produce lands; then everything is committed and the dead-letter
+// topic has the record.
+TEST(Service, AFailingDeadLetterProduceHoldsTheCommitAndLosesNothing) {
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"events", 1}, {"events.dlq", 1}}});
+  AppConfig config = Service::config_from_json({{"broker", "external"},
+                                                {"tick_seconds", 0.2},
+                                                {"http", {{"enabled", false}}},
+                                                {"kafka",
+                                                 {{"bootstrap_servers", broker.bootstrap_servers()},
+                                                  {"ordering", "partition"},
+                                                  {"commit_interval_seconds", 0.2}}},
+                                                {"failure",
+                                                 {{"initial_backoff_seconds", 0.2},
+                                                  {"max_backoff_seconds", 0.2},
+                                                  {"dead_letter", {{"topic", "events.dlq"}}}}}});
+  // Produce 200 records; the one at offset 100 is poison.
+  {
+    ProducerOptions po;
+    po.bootstrap = broker.bootstrap_servers();
+    po.topic = "events";
+    po.rate = 50000;
+    po.count = 200;
+    std::atomic<bool> stop{false};
+    SteadyClock clock;
+    ASSERT_EQ(PacedProducer(po, clock).run(stop).delivered, 200u);
+  }
+  // From here on the only producer is the service's dead-letter producer: its next five
+  // produces are refused.
+  broker.push_request_errors(
+      0, std::vector<rd_kafka_resp_err_t>(5, RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE));
+  std::atomic<int> handled{0};
+  MessageHandler handler = [&](const SourceMessage& m) {
+    if (m.offset == 100) throw PermanentFailure("poison");
+    ++handled;
+  };
+  Service service(config, handler);
+  service.start();
+  // While the dead-letter topic refuses the record, nothing at or past offset 100 is committed.
+  int64_t max_committed_while_refused = -1;
+  bool saw_refusals = false;
+  for (int i = 0; i < 600; ++i) {
+    const SourceStats s = service.runtime().source().stats(false);
+    const nlohmann::json st = service.status();
+    if (!s.partitions.empty()) {
+      const int64_t committed = s.partitions[0].committed;
+      if (committed >= 200) break;
+      if (!saw_refusals && handled.load() >= 100) saw_refusals = true;
+      if (saw_refusals)
+        max_committed_while_refused = std::max(max_committed_while_refused, committed);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(saw_refusals);
+  EXPECT_LE(max_committed_while_refused, 100);
+  const nlohmann::json deliveries = service.status()["runtime"]["deliveries"];
+  EXPECT_EQ(deliveries["dead_letter_failures"], 5) << deliveries.dump();
+  EXPECT_EQ(deliveries["dead_letter"], 1);
+  EXPECT_EQ(deliveries["ok"], 199);
+  EXPECT_EQ(service.runtime().source().stats(false).partitions.at(0).committed, 200);
+  service.stop();
+  EXPECT_EQ(handled.load(), 199);
+  const auto dlq = test_util::read_back(broker.bootstrap_servers(), "events.dlq", 1, 1);
+  ASSERT_EQ(dlq.size(), 1u);
+  EXPECT_NE(std::find(dlq[0].headers.begin(), dlq[0].headers.end(),
+                      std::make_pair(std::string("lagpilot-original-offset"), std::string("100"))),
+            dlq[0].headers.end());
 }
 
 }  // namespace
