@@ -18,6 +18,7 @@
 #include "policies/policy_factory.h"
 #include "sim/html_report.h"
 #include "sim/oracle.h"
+#include "sim/parallel_for.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/trace_reader.h"
@@ -208,8 +209,7 @@ CommandMain add_sim_command(CLI::App& app) {
       if (ticks > 1) sc.series_interval_seconds = ticks * sc.tick_seconds;
     }
 
-    const int threads = o->threads > 0 ? o->threads
-                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = sim::hardware_threads(o->threads);
     spdlog::info("{}: {} bins of {:.4g} s ({:.1f} h), peak {:.0f}/s, ~{:.0f} messages; {} "
                  "fidelity; {} policies on {} threads",
                  o->trace, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,

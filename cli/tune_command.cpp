@@ -20,6 +20,7 @@
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 #include "sim/html_report.h"
+#include "sim/parallel_for.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/tuner.h"
@@ -233,9 +234,7 @@ CommandMain add_tune_command(CLI::App& app) {
       train.push_back(load_scaled_trace(path, *traces, sc, cfg.guards));
     for (const auto& path : o->test)
       test.push_back(load_scaled_trace(path, *traces, sc, cfg.guards));
-    const int threads = o->threads > 0
-                            ? o->threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = sim::hardware_threads(o->threads);
     double train_hours = 0;
     for (const auto& t : train) train_hours += t.duration() / 3600;
     spdlog::info(
