@@ -1,14 +1,8 @@
 #include "sim/trace_reader.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <initializer_list>
-#include <limits>
 #include <optional>
 #include <string_view>
 #include <utility>

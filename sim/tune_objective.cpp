@@ -1,7 +1,6 @@
 // What the tuner minimizes: the objective weights and their text form, the objective of one run,
 // and the Pareto front of worker-seconds against seconds above the SLO.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>

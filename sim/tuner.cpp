@@ -2,16 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <numeric>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
