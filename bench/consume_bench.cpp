@@ -1,4 +1,4 @@
-// End-to-end consumption benchmarks against the embedded broker (issue #3), side by side in one
+// End-to-end consumption benchmarks against the embedded broker, side by side in one
 // run on the same topic:
 //   1. no-op handler: lagpilot's KafkaSource + WorkerPool (the code `lagpilot run` runs) versus a
 //      plain librdkafka consumer, kcat, writing to /dev/null. Prints both rates and the ratio

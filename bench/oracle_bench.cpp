@@ -3,7 +3,7 @@
 //   BM_OracleWorldCup98   87 days of per-minute counts (7.5 M ticks of 1 s) scaled to peak at
 //                         1.2 x capacity(max_workers), default SimConfig and guards, exactly as
 //                         `lagpilot sim --trace traces/wc98_invocation_count.csv --peak-load 1.2`
-//                         runs the oracle. Goal (issue #5): < 10 s wall. Prints the time, how
+//                         runs the oracle. Goal: < 10 s wall. Prints the time, how
 //                         much of the trace the DP had to solve, and the bound.
 //   BM_OracleNoSplit      the same on the first 7 days without the calm-stretch split: what the
 //                         split saves (the result is identical; the test suite checks that).

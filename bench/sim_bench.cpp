@@ -35,6 +35,7 @@
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/trace_reader.h"
+#include "tests/common/fixed_policy.h"
 
 namespace lagpilot::sim {
 namespace {
@@ -148,20 +149,14 @@ BENCHMARK(BM_WorldCup98Batch)
 
 // The simulator's own cost on the same trace: a policy that does nothing (no reason text), so
 // the difference to BM_WorldCup98Batch is what the policies' decide() costs.
-class NoopPolicy : public Policy {
- public:
-  std::string name() const override { return "noop"; }
-  Proposal decide(const Observation&) override { return Proposal{16, {}}; }
-  nlohmann::json params() const override { return nlohmann::json::object(); }
-};
-
 void BM_WorldCup98EngineOnly(benchmark::State& state) {
   SimConfig config;
   GuardConfig guards;
   const Trace trace = wc98_at_peak_load(config, guards);
   int64_t ticks = 0;
   for (auto _ : state) {
-    const RunResult r = simulate(trace, std::make_unique<NoopPolicy>(), "noop", guards, config);
+    const RunResult r = simulate(trace, std::make_unique<testing::FixedPolicy>(16, "noop", ""),
+                                 "noop", guards, config);
     ticks += r.kpis.ticks;
   }
   state.counters["ticks/s"] = benchmark::Counter(double(ticks), benchmark::Counter::kIsRate);

@@ -1,4 +1,4 @@
-// `lagpilot tune` throughput (issue #5): configurations evaluated per minute on a 24-hour trace.
+// `lagpilot tune` throughput: configurations evaluated per minute on a 24-hour trace.
 //
 //   BM_Tune24h/<policy>/threads:N   tune() with the random strategy over the policy's built-in
 //                   space (sim/tuner.h), budget 60, on one day of the World Cup 98 trace at its

@@ -9,18 +9,20 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 
-#include "controller/steady_clock.h"
 #include "cli/config.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
-#include "controller/calibration/calibration.h"
+#include "controller/calibration/calibrator.h"
+#include "controller/calibration/live_calibration_target.h"
+#include "controller/calibration/saturating_producer.h"
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/synthetic_handler.h"
+#include "controller/steady_clock.h"
 #include "sim/consumer_model.h"
 #include "sim/simulation.h"
+#include "sim/text_file.h"
 
 namespace lagpilot::cli {
 namespace {
@@ -383,10 +385,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
       for (const std::string& n : notes) spdlog::warn("calibrate: {}", n);
       // What `run`, `sim` and the model policy will do with it: it must load ("sim" included).
       config_from_json(doc);
-      std::ofstream out(o->write_config, std::ios::binary);
-      if (!out) throw std::runtime_error(o->write_config + ": cannot write");
-      out << doc.dump(2) << "\n";
-      if (!out) throw std::runtime_error(o->write_config + ": write failed");
+      sim::write_text_file(o->write_config, doc.dump(2) + "\n");
       spdlog::info("calibrate: wrote {} (policy model seeded with the fit; sim.model calibrated)",
                    o->write_config);
     }

@@ -1,23 +1,24 @@
 // `lagpilot sim`: replay one trace through the simulator under several policies (same arrivals
 // for all) and print one KPI row per policy; optionally JSON and a CSV time series.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
 #include "cli/config.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/trace_options.h"
 #include "policies/policy_factory.h"
 #include "sim/html_report.h"
 #include "sim/oracle.h"
+#include "sim/parallel_for.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/trace_reader.h"
@@ -56,16 +57,6 @@ std::vector<std::string> split_policy_list(const std::vector<std::string>& args)
     }
   }
   return specs;
-}
-
-void write_text_file(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    std::cout << content;
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot write");
-  out << content;
 }
 
 // The pseudo-policies of `--policy` (sim/oracle.h): solved or replayed, not simulated. In the
@@ -208,8 +199,7 @@ CommandMain add_sim_command(CLI::App& app) {
       if (ticks > 1) sc.series_interval_seconds = ticks * sc.tick_seconds;
     }
 
-    const int threads = o->threads > 0 ? o->threads
-                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = sim::hardware_threads(o->threads);
     spdlog::info("{}: {} bins of {:.4g} s ({:.1f} h), peak {:.0f}/s, ~{:.0f} messages; {} "
                  "fidelity; {} policies on {} threads",
                  o->trace, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,
@@ -223,12 +213,12 @@ CommandMain add_sim_command(CLI::App& app) {
       nlohmann::json report = sim::to_json(results, sc, info);
       // Beside "sim" as in a config file: SimConfig::to_json() leaves the SLO out.
       report["lag_slo"] = sc.lag_slo;
-      write_text_file(o->json_out, report.dump(2) + "\n");
+      write_output(o->json_out, report.dump(2) + "\n");
     }
     if (!o->csv_out.empty()) {
       std::ostringstream csv;
       sim::write_series_csv(csv, results);
-      write_text_file(o->csv_out, csv.str());
+      write_output(o->csv_out, csv.str());
     }
     if (!o->html_out.empty()) {
       sim::SimHtmlReport html;
@@ -237,7 +227,7 @@ CommandMain add_sim_command(CLI::App& app) {
       html.config = sc;
       html.runs = results;
       html.lag_slo = sc.lag_slo;
-      sim::write_html_file(o->html_out, sim::render_sim_html(html));
+      write_output(o->html_out, sim::render_sim_html(html));
       spdlog::info("wrote {}", o->html_out);
     }
     return 0;

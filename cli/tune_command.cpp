@@ -9,17 +9,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "cli/config.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/trace_options.h"
 #include "policies/config_reader.h"
+#include "policies/number_text.h"
 #include "policies/policy_factory.h"
 #include "sim/html_report.h"
+#include "sim/parallel_for.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/tuner.h"
@@ -27,18 +29,9 @@
 namespace lagpilot::cli {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// A few significant digits; whole numbers as they are.
-std::string human(double v) {
-  if (!std::isfinite(v)) return "-";
-  if (std::fabs(v) >= 1e7) return fmt("%.3e", v);
-  if (std::fabs(v) >= 100 || v == std::floor(v)) return fmt("%.0f", v);
-  return fmt("%.4g", v);
+// A table cell: a few significant digits, whole numbers as they are, "-" for no value.
+std::string cell(double v) {
+  return std::isfinite(v) ? text::human(v, 4) : "-";
 }
 
 // Aligned text table: the first row is the header; columns right-aligned except those listed.
@@ -63,17 +56,6 @@ std::string table(const std::vector<std::vector<std::string>>& rows,
   return out;
 }
 
-void write_text_file(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    std::cout << content;
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot write");
-  out << content;
-  if (!out) throw std::runtime_error(path + ": write failed");
-}
-
 // Progress on stderr: a bar redrawn in place on a terminal, else a log line every 10 %.
 class ProgressReporter {
  public:
@@ -84,7 +66,7 @@ class ProgressReporter {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double fraction = p.total > 0 ? std::min(1.0, double(p.done) / p.total) : 1.0;
     const std::string best =
-        std::isfinite(p.best_objective) ? fmt("%.4g", p.best_objective) : std::string("-");
+        std::isfinite(p.best_objective) ? text::general(p.best_objective, 4) : std::string("-");
     if (tty_) {
       constexpr int kWidth = 30;
       const int filled = static_cast<int>(fraction * kWidth);
@@ -233,9 +215,7 @@ CommandMain add_tune_command(CLI::App& app) {
       train.push_back(load_scaled_trace(path, *traces, sc, cfg.guards));
     for (const auto& path : o->test)
       test.push_back(load_scaled_trace(path, *traces, sc, cfg.guards));
-    const int threads = o->threads > 0
-                            ? o->threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = sim::hardware_threads(o->threads);
     double train_hours = 0;
     for (const auto& t : train) train_hours += t.duration() / 3600;
     spdlog::info(
@@ -268,7 +248,7 @@ CommandMain add_tune_command(CLI::App& app) {
     for (const auto& e : result.evaluations) invalid += e.error.empty() ? 0 : 1;
     spdlog::info("tune: {} configurations in {:.1f} s ({:.0f}/min){}", result.evaluations.size(),
                  seconds, seconds > 0 ? 60.0 * result.evaluations.size() / seconds : 0.0,
-                 invalid ? fmt(", %.0f rejected by the policy", invalid) : "");
+                 invalid ? ", " + text::fixed(invalid, 0) + " rejected by the policy" : "");
     for (const auto& e : result.evaluations) {
       if (!e.error.empty()) {
         spdlog::warn("first rejected configuration: {}", e.error);
@@ -306,14 +286,14 @@ CommandMain add_tune_command(CLI::App& app) {
       const auto& e = result.evaluations[shown];
       std::string params = space.describe(e.values);
       if (b - a > 1) params += "  (+" + std::to_string(b - a - 1) + " with the same point)";
-      rows.push_back({has_best ? "*" : "", fmt("%.4f", e.objective), human(e.worker_seconds),
-                      human(e.seconds_above_slo), std::to_string(e.scale_actions), params});
+      rows.push_back({has_best ? "*" : "", text::fixed(e.objective, 4), cell(e.worker_seconds),
+                      cell(e.seconds_above_slo), std::to_string(e.scale_actions), params});
       a = b;
     }
     std::cout << table(rows, {true, false, false, false, false, true}) << "\n";
 
     // Best.
-    std::cout << "best (objective " << fmt("%.4f", best.objective)
+    std::cout << "best (objective " << text::fixed(best.objective, 4)
               << " on train): " << space.describe(best.values) << "\n"
               << "  params: " << params_text(best.params) << "\n"
               << "  baseline: " << params_text(baseline) << "\n\n";
@@ -339,15 +319,15 @@ CommandMain add_tune_command(CLI::App& app) {
                         const sim::SetEvaluation& eval) {
       for (const auto& run : eval.runs) {
         const sim::Kpis& k = run.kpis;
-        rows.push_back({set, config, run.label, fmt("%.4f", sim::run_objective(k, weights)),
-                        human(k.worker_seconds), fmt("%.2f", k.mean_workers),
-                        human(k.seconds_above_slo), std::to_string(k.scale_actions),
-                        std::to_string(k.reversals), human(double(k.p99_lag)),
-                        human(double(k.max_lag))});
+        rows.push_back({set, config, run.label, text::fixed(sim::run_objective(k, weights), 4),
+                        cell(k.worker_seconds), text::fixed(k.mean_workers, 2),
+                        cell(k.seconds_above_slo), std::to_string(k.scale_actions),
+                        std::to_string(k.reversals), cell(double(k.p99_lag)),
+                        cell(double(k.max_lag))});
       }
       if (eval.runs.size() > 1) {
         rows.push_back(
-            {set, config, "(mean)", fmt("%.4f", eval.objective), "", "", "", "", "", "", ""});
+            {set, config, "(mean)", text::fixed(eval.objective, 4), "", "", "", "", "", "", ""});
       }
     };
     add_rows("train", "best", best_train);
@@ -360,10 +340,10 @@ CommandMain add_tune_command(CLI::App& app) {
     if (test.empty())
       std::cout << "(no --test traces: nothing held out)\n";
     else {
-      std::cout << "objective: train " << fmt("%.4f", best_train.objective) << ", test "
-                << fmt("%.4f", best_test.objective) << " (baseline: train "
-                << fmt("%.4f", base_train.objective) << ", test "
-                << fmt("%.4f", base_test.objective) << ")\n";
+      std::cout << "objective: train " << text::fixed(best_train.objective, 4) << ", test "
+                << text::fixed(best_test.objective, 4) << " (baseline: train "
+                << text::fixed(base_train.objective, 4) << ", test "
+                << text::fixed(base_test.objective, 4) << ")\n";
     }
 
     // Outputs.
@@ -386,7 +366,7 @@ CommandMain add_tune_command(CLI::App& app) {
         throw std::logic_error("tune: the config to write does not load back: " +
                                std::string(e.what()));
       }
-      write_text_file(o->write_config, root.dump(2) + "\n");
+      write_output(o->write_config, root.dump(2) + "\n");
       spdlog::info("wrote {} (lagpilot run --config {})", o->write_config, o->write_config);
     }
     if (!o->json_out.empty()) {
@@ -409,7 +389,7 @@ CommandMain add_tune_command(CLI::App& app) {
         held["baseline"]["test"] = set_json(base_test);
       }
       j["held_out"] = held;
-      write_text_file(o->json_out, j.dump(2) + "\n");
+      write_output(o->json_out, j.dump(2) + "\n");
     }
     if (!o->html_out.empty()) {
       sim::TuneHtmlReport report;
@@ -443,7 +423,7 @@ CommandMain add_tune_command(CLI::App& app) {
       report.has_best_run = true;
       report.best_run_trace = sim::TraceInfo::of(shown);
       report.lag_slo = sc.lag_slo;
-      sim::write_html_file(o->html_out, sim::render_tune_html(report));
+      write_output(o->html_out, sim::render_tune_html(report));
       spdlog::info("wrote {}", o->html_out);
     }
     return 0;

@@ -1,5 +1,5 @@
 #pragma once
-// Guards: rules applied after any policy, in this fixed order (issue #2):
+// Guards: rules applied after any policy, in this fixed order:
 //
 //   1. bounds         clamp to [min_workers, max_workers]
 //   2. step limits    move at most max_step_up / max_step_down workers per tick (0 = no limit)

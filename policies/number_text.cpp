@@ -17,7 +17,7 @@ char* write_digits_backwards(uint64_t n, char* end) {
   return end;
 }
 
-// printf's %.<precision>f / %.<precision>g through std::to_chars. Text longer than 48 - 1
+// printf's %.<precision>f / e / g through std::to_chars. Text longer than 48 - 1
 // characters (only a huge %f) is cut there, as snprintf into 48 bytes would.
 std::string to_chars_text(double v, std::chars_format format, int precision, bool plus) {
   char buf[48];
@@ -25,9 +25,10 @@ std::string to_chars_text(double v, std::chars_format format, int precision, boo
   if (plus && !std::signbit(v)) *first++ = '+';
   const auto [end, error] = std::to_chars(first, buf + sizeof buf - 1, v, format, precision);
   if (error == std::errc()) return std::string(buf, end);
-  const bool is_fixed = format == std::chars_format::fixed;
-  std::snprintf(buf, sizeof buf, is_fixed ? (plus ? "%+.*f" : "%.*f") : (plus ? "%+.*g" : "%.*g"),
-                precision, v);
+  const char* printf_format = format == std::chars_format::fixed        ? (plus ? "%+.*f" : "%.*f")
+                              : format == std::chars_format::scientific ? (plus ? "%+.*e" : "%.*e")
+                                                                        : (plus ? "%+.*g" : "%.*g");
+  std::snprintf(buf, sizeof buf, printf_format, precision, v);
   return buf;
 }
 
@@ -35,6 +36,27 @@ std::string to_chars_text(double v, std::chars_format format, int precision, boo
 
 std::string general(double v, int significant) {
   return to_chars_text(v, std::chars_format::general, significant, false);
+}
+
+std::string scientific(double v, int precision) {
+  return to_chars_text(v, std::chars_format::scientific, precision, false);
+}
+
+std::string human(double v, int significant) {
+  if (std::fabs(v) >= 1e7) return scientific(v, 3);
+  if (std::fabs(v) >= 100 || v == std::floor(v)) return fixed(v, 0);
+  return general(v, significant);
+}
+
+std::string thousands(double v) {
+  const std::string digits = fixed(std::fabs(v), 0);
+  std::string out;
+  if (v < 0 && digits != "0") out += '-';
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string num(double v) {

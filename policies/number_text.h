@@ -24,4 +24,16 @@ inline std::string signed_fixed(double v, int precision) {
   return fixed(v, precision, true);
 }
 
+// printf("%.<precision>e", v).
+std::string scientific(double v, int precision);
+
+// printf("%.0f", v) with its digits grouped by thousands: 1234567.8 -> "1,234,568"; a negative
+// number that rounds to zero prints as "0".
+std::string thousands(double v);
+
+// A number for a table cell, short and without an exponent where one is not needed: whole
+// numbers and |v| >= 100 as integers (printf "%.0f"), |v| >= 10^7 as "%.3e", anything else
+// with `significant` digits ("%.<significant>g").
+std::string human(double v, int significant);
+
 }  // namespace lagpilot::text

@@ -9,8 +9,8 @@
 // Time-series charts draw at most a few thousand points per line: a long series is reduced
 // to the minimum and maximum of each pixel column (see downsample_min_max), so peaks survive.
 //
-// Thread-safety: pure functions of their arguments; safe to call from any thread.
-// write_html_file() touches only the file it is given.
+// Thread-safety: pure functions of their arguments; safe to call from any thread. Write the
+// document with write_text_file (sim/text_file.h).
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
@@ -69,9 +69,6 @@ struct TuneHtmlReport {
 // on their series times (different traces or SimConfigs).
 std::string render_sim_html(const SimHtmlReport& report);
 std::string render_tune_html(const TuneHtmlReport& report);
-
-// Writes `html` to `path` (truncating). Throws std::runtime_error naming the path on failure.
-void write_html_file(const std::string& path, const std::string& html);
 
 // --- building blocks, exposed for tests ---
 

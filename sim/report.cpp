@@ -7,28 +7,15 @@
 #include <functional>
 #include <stdexcept>
 
+#include "policies/number_text.h"
+
 namespace lagpilot::sim {
 namespace {
 
 // Rounds to 9 significant digits so that the written text is short and stable.
 double round9(double v) {
   if (!std::isfinite(v) || v == 0.0) return v;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return std::strtod(buf, nullptr);
-}
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// Human-friendly number: integers as they are, others with a few significant digits.
-std::string human(double v) {
-  if (std::fabs(v) >= 1e7) return fmt("%.3e", v);
-  if (std::fabs(v) >= 100 || v == std::floor(v)) return fmt("%.0f", v);
-  return fmt("%.3g", v);
+  return std::strtod(text::general(v, 9).c_str(), nullptr);
 }
 
 std::string csv_field(const std::string& s) {
@@ -42,9 +29,7 @@ std::string csv_field(const std::string& s) {
 }
 
 std::string csv_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
+  return text::general(v, 9);
 }
 
 }  // namespace
@@ -87,20 +72,23 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
   };
   std::vector<Column> columns = {
       {"policy", "", [](const RunResult& r) { return r.label; }},
-      {"lag_integral", "msg*s", [](const RunResult& r) { return human(r.kpis.lag_integral); }},
-      {"max_lag", "msg", [](const RunResult& r) { return human(double(r.kpis.max_lag)); }},
-      {"p99_lag", "msg", [](const RunResult& r) { return human(double(r.kpis.p99_lag)); }},
-      {"above_slo", "s", [](const RunResult& r) { return human(r.kpis.seconds_above_slo); }},
+      {"lag_integral", "msg*s",
+       [](const RunResult& r) { return text::human(r.kpis.lag_integral, 3); }},
+      {"max_lag", "msg", [](const RunResult& r) { return text::human(double(r.kpis.max_lag), 3); }},
+      {"p99_lag", "msg", [](const RunResult& r) { return text::human(double(r.kpis.p99_lag), 3); }},
+      {"above_slo", "s",
+       [](const RunResult& r) { return text::human(r.kpis.seconds_above_slo, 3); }},
       {"worker_seconds", "worker*s",
-       [](const RunResult& r) { return human(r.kpis.worker_seconds); }},
+       [](const RunResult& r) { return text::human(r.kpis.worker_seconds, 3); }},
       {"mean_workers", "workers",
-       [](const RunResult& r) { return fmt("%.2f", r.kpis.mean_workers); }},
+       [](const RunResult& r) { return text::fixed(r.kpis.mean_workers, 2); }},
       {"max_workers", "workers",
        [](const RunResult& r) { return std::to_string(r.kpis.max_workers); }},
       {"scale_actions", "count",
        [](const RunResult& r) { return std::to_string(r.kpis.scale_actions); }},
       {"reversals", "count", [](const RunResult& r) { return std::to_string(r.kpis.reversals); }},
-      {"mean_wait", "s", [](const RunResult& r) { return fmt("%.4g", r.kpis.mean_wait_seconds); }},
+      {"mean_wait", "s",
+       [](const RunResult& r) { return text::general(r.kpis.mean_wait_seconds, 4); }},
       {"arrived", "msg", [](const RunResult& r) { return std::to_string(r.kpis.arrived); }},
       {"processed", "msg", [](const RunResult& r) { return std::to_string(r.kpis.processed); }},
       {"final_lag", "msg", [](const RunResult& r) { return std::to_string(r.kpis.final_lag); }},
@@ -109,14 +97,15 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
     const Kpis floor = oracle->kpis;  // a copy: `results` may be reallocated by the caller
     columns.push_back({"ws_vs_oracle", "ratio", [floor](const RunResult& r) {
                          return floor.worker_seconds > 0
-                                    ? fmt("%.3fx", r.kpis.worker_seconds / floor.worker_seconds)
+                                    ? text::fixed(r.kpis.worker_seconds / floor.worker_seconds, 3) +
+                                          "x"
                                     : std::string("n/a");
                        }});
     columns.push_back({"above_slo_vs_oracle", "s", [floor](const RunResult& r) {
                          const double d = r.kpis.seconds_above_slo - floor.seconds_above_slo;
-                         std::string text(1, d < 0 ? '-' : '+');
-                         text += human(std::fabs(d));
-                         return text;
+                         std::string cell(1, d < 0 ? '-' : '+');
+                         cell += text::human(std::fabs(d), 3);
+                         return cell;
                        }});
   }
   std::vector<std::vector<std::string>> cells;

@@ -1,15 +1,13 @@
 #include "sim/simulation.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 #include "policies/config_reader.h"
 #include "policies/control_loop.h"
+#include "sim/parallel_for.h"
 #include "sim/random.h"
 
 namespace lagpilot::sim {
@@ -465,30 +463,7 @@ std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<Policy
     results[i] = simulate(trace, std::move(policies[i]),
                           specs[i].label.empty() ? specs[i].name : specs[i].label, guards, config);
   };
-  const std::size_t workers =
-      std::min<std::size_t>(specs.size(), static_cast<std::size_t>(std::max(1, threads)));
-  if (workers <= 1) {
-    for (std::size_t i = 0; i < specs.size(); ++i) run(i);
-    return results;
-  }
-  std::atomic<std::size_t> next{0};  // atomic: the index of the next run, shared by the threads
-  std::vector<std::exception_ptr> errors(specs.size());
-  std::vector<std::thread> pool;
-  for (std::size_t w = 0; w < workers; ++w) {
-    pool.emplace_back([&] {
-      for (std::size_t i = next++; i < specs.size(); i = next++) {
-        try {
-          run(i);
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  parallel_for(specs.size(), std::max(1, threads), run);
   return results;
 }
 

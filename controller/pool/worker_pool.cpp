@@ -15,44 +15,19 @@
 #include <utility>
 #include <vector>
 
+#include "policies/log_histogram.h"
+
 namespace lagpilot {
 namespace {
 
-// Latency histogram layout: bucket 0 holds [0, 1 us); bucket i in [1, kOctaves * kPerOctave]
-// holds [1 us * 2^((i-1)/8), 1 us * 2^(i/8)); the last bucket holds everything from
-// 1 us * 2^32 (about 72 minutes) up. Finding a bucket is one log2, so recording is O(1).
-constexpr double kMinLatency = 1e-6;
-constexpr int kPerOctave = 8;
-constexpr int kOctaves = 32;
-constexpr int kBuckets = kOctaves * kPerOctave + 2;
-
-int latency_bucket(double seconds) {
-  if (!(seconds >= kMinLatency)) return 0;  // also NaN and negative (a clock set back)
-  const double x = std::log2(seconds / kMinLatency) * kPerOctave;
-  if (x >= kOctaves * kPerOctave) return kBuckets - 1;
-  return 1 + static_cast<int>(x);
-}
+// Latency histogram layout: 8 buckets per octave from 1 us; the overflow bucket holds
+// everything from 1 us * 2^32 (about 72 minutes) up.
+constexpr LogBuckets kLatencyBuckets{1e-6, 8, 32};
+constexpr int kBuckets = kLatencyBuckets.size();
 
 // Run time in whole nanoseconds for the latency sum (negative or NaN: 0, as bucket 0 takes them).
 uint64_t to_nanoseconds(double seconds) {
   return seconds > 0.0 ? static_cast<uint64_t>(std::min(seconds, 1e9) * 1e9) : 0;
-}
-
-double bucket_upper_bound(int bucket) {
-  if (bucket >= kBuckets - 1) bucket = kBuckets - 2;  // overflow: report its lower bound
-  return kMinLatency * std::exp2(static_cast<double>(bucket) / kPerOctave);
-}
-
-// Upper bound of the bucket holding the q-quantile (rank ceil(q * total), 1-based).
-double quantile(const std::array<uint64_t, kBuckets>& counts, uint64_t total, double q) {
-  if (total == 0) return 0.0;
-  const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * total)));
-  uint64_t seen = 0;
-  for (int i = 0; i < kBuckets; ++i) {
-    seen += counts[i];
-    if (seen >= rank) return bucket_upper_bound(i);
-  }
-  return bucket_upper_bound(kBuckets - 1);
 }
 
 // So that 0.8 * capacity counts as 8000 for 10000 even if the product rounds up a hair.
@@ -318,7 +293,7 @@ struct WorkerPool::Impl {
     const double end = clock_.now();
     task = nullptr;  // its captures die here, outside the lock (they may call the pool)
     if (!in_progress.items_recorded || threw) {
-      latency_[latency_bucket(end - start)].fetch_add(1, std::memory_order_relaxed);
+      latency_[kLatencyBuckets.index(end - start)].fetch_add(1, std::memory_order_relaxed);
       latency_sum_ns_.fetch_add(to_nanoseconds(end - start), std::memory_order_relaxed);
       completed_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -354,7 +329,7 @@ struct WorkerPool::Impl {
     uint64_t sum_ns = 0;
     for (const double seconds : item_seconds) {
       sum_ns += to_nanoseconds(seconds);
-      const int bucket = latency_bucket(seconds);
+      const int bucket = kLatencyBuckets.index(seconds);
       std::size_t i = 0;
       while (i < used && buckets[i] != bucket) ++i;
       if (i == used) {
@@ -453,8 +428,8 @@ struct WorkerPool::Impl {
     window.latency_sum =
         1e-9 * static_cast<double>(latency_sum_ns_.exchange(0, std::memory_order_relaxed));
     window.failed = window_failed_.exchange(0, std::memory_order_relaxed);
-    window.latency_p50 = quantile(counts, window.completed, 0.50);
-    window.latency_p99 = quantile(counts, window.completed, 0.99);
+    window.latency_p50 = kLatencyBuckets.quantile_upper_bound(counts, window.completed, 0.50);
+    window.latency_p99 = kLatencyBuckets.quantile_upper_bound(counts, window.completed, 0.99);
     return window;
   }
 
@@ -642,12 +617,12 @@ void WorkerPool::record_items(std::span<const double> item_seconds, std::size_t 
   impl_->record_items(item_seconds, failed_items);
 }
 double WorkerPool::latency_bucket_upper_bound(double seconds) {
-  return bucket_upper_bound(latency_bucket(seconds));
+  return kLatencyBuckets.upper_bound(kLatencyBuckets.index(seconds));
 }
 
 double WorkerPool::latency_histogram_upper_bound(std::size_t bucket) {
   if (bucket >= static_cast<std::size_t>(kBuckets - 1)) return HUGE_VAL;
-  return bucket_upper_bound(static_cast<int>(bucket));
+  return kLatencyBuckets.upper_bound(static_cast<int>(bucket));
 }
 
 }  // namespace lagpilot

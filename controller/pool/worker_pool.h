@@ -2,7 +2,7 @@
 // A dynamic pool of worker threads fed by one bounded FIFO queue.
 //
 // Algorithm. One mutex guards the queue and the roster of workers. resize(n) changes the
-// target under that lock (DESIGN habit 8). Growing first takes back workers that were asked to
+// target under that lock. Growing first takes back workers that were asked to
 // retire but have not exited yet, then starts the missing threads through the ThreadStarter
 // seam; if a thread cannot be started the pool rolls back to its old size, last_error() says
 // why, and resize() returns the old size. Shrinking sets a stop flag on the surplus workers,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "tests/common/wait.h"
 
 namespace lagpilot {
 namespace {
@@ -30,17 +31,6 @@ using testing::kBinary;
 constexpr const char* kToken = "ctl-test-token";
 
 const testing::ScratchDir kScratch("lagpilot-ctl-it");
-
-// Polls `ready` every 100 ms until it holds or `timeout_seconds` pass.
-bool poll_until(const std::function<bool()>& ready, double timeout_seconds) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return ready();
-}
 
 // The JSON object in a command's output (stdout and stderr are captured together).
 nlohmann::json parse_output(const CommandResult& r) {
@@ -77,7 +67,7 @@ class CtlCli : public ::testing::Test {
     // Wait until the consumer has joined its group (about 3 s on the embedded broker), so that
     // the tick-timed checks below do not include the join.
     nlohmann::json s;
-    ASSERT_TRUE(poll_until(
+    ASSERT_TRUE(testing::wait_until(
         [&] {
           s = status();
           const nlohmann::json* assigned = s.is_object() && s["runtime"].is_object()
@@ -85,7 +75,7 @@ class CtlCli : public ::testing::Test {
                                                : nullptr;
           return assigned && assigned->is_number() && assigned->get<int>() > 0;
         },
-        30))
+        30, std::chrono::milliseconds(100)))
         << "no partitions assigned: " << s.dump();
   }
 
@@ -149,15 +139,15 @@ TEST_F(CtlCli, OverridePinsTheLivePoolUntilItExpiresThenThePolicyResumes) {
 
   // The live pool reaches 3, below the pid policy's minimum of 4.
   nlohmann::json s;
-  ASSERT_TRUE(poll_until(
+  ASSERT_TRUE(testing::wait_until(
       [&] {
         s = status();
         return s.is_object() && s["workers"]["current"] == 3;
       },
-      15))
+      15, std::chrono::milliseconds(100)))
       << "the pool never reached the override: " << s.dump();
   // It stays there while the override lasts.
-  ASSERT_TRUE(poll_until(
+  ASSERT_TRUE(testing::wait_until(
       [&] {
         s = status();
         if (!s.is_object()) return false;
@@ -168,17 +158,17 @@ TEST_F(CtlCli, OverridePinsTheLivePoolUntilItExpiresThenThePolicyResumes) {
         EXPECT_EQ(s["override"]["reason"], "test");
         return false;
       },
-      15))
+      15, std::chrono::milliseconds(100)))
       << "the override did not expire: " << s.dump();
   // Expired: the policy decides again and the pool leaves 3.
-  ASSERT_TRUE(poll_until(
+  ASSERT_TRUE(testing::wait_until(
       [&] {
         s = status();
         return s.is_object() && s["last_decision"]["source"] == "policy" &&
                s["last_decision"]["time"].get<double>() >= expires_at &&
                s["workers"]["current"] != 3;
       },
-      15))
+      15, std::chrono::milliseconds(100)))
       << s.dump();
   EXPECT_GE(s["workers"]["desired"].get<int>(), 4);
 
@@ -214,12 +204,12 @@ TEST_F(CtlCli, ClearEndsAnOverrideBeforeItsTtl) {
   EXPECT_NEAR(answer["override"]["expires_in_seconds"].get<double>(), 5400, 1);
 
   nlohmann::json s;
-  ASSERT_TRUE(poll_until(
+  ASSERT_TRUE(testing::wait_until(
       [&] {
         s = status();
         return s.is_object() && s["workers"]["current"] == 7;
       },
-      10))
+      10, std::chrono::milliseconds(100)))
       << s.dump();
   r = ctl("status");  // human-readable
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -235,7 +225,7 @@ TEST_F(CtlCli, ClearEndsAnOverrideBeforeItsTtl) {
   const nlohmann::json cleared = find_decision("override cleared");
   ASSERT_TRUE(cleared.is_object());
   EXPECT_EQ(cleared["source"], "api");
-  ASSERT_TRUE(poll_until(
+  ASSERT_TRUE(testing::wait_until(
       [&] {
         s = status();
         return s.is_object() && s["override"].is_null() &&
@@ -243,7 +233,7 @@ TEST_F(CtlCli, ClearEndsAnOverrideBeforeItsTtl) {
                s["last_decision"]["time"].get<double>() > cleared["time"].get<double>() &&
                s["workers"]["current"] != 7;
       },
-      10))
+      10, std::chrono::milliseconds(100)))
       << s.dump();
   r = ctl_authorized("clear");  // nothing left to clear: still a success
   EXPECT_EQ(r.exit_code, 0) << r.output;

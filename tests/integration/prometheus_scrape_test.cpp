@@ -17,6 +17,7 @@
 
 #include "cli_test_util.h"
 #include "ops_artifacts.h"
+#include "tests/common/wait.h"
 
 namespace lagpilot {
 namespace {
@@ -24,6 +25,9 @@ namespace {
 using testing::ChildProcess;
 using testing::free_loopback_port;
 namespace fs = std::filesystem;
+
+// How often a wait asks Prometheus or lagpilot: a real server's pace.
+constexpr auto kServerPoll = std::chrono::milliseconds(250);
 
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 constexpr std::chrono::seconds kDeadline{60};  // for everything to show up; typically ~10 s
@@ -86,16 +90,6 @@ class PrometheusScrape : public ::testing::Test {
     return body["data"];
   }
 
-  // Polls until `done` holds or the deadline passes; returns whether it held.
-  static bool poll_until(const std::function<bool()>& done,
-                         std::chrono::steady_clock::time_point deadline) {
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));  // a real server's pace
-    }
-    return done();
-  }
-
   std::string dir_;
 };
 
@@ -142,7 +136,7 @@ TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts)
 
   // The workers series, once scraped: every state is there and the pool is within bounds.
   std::map<std::string, double> workers;
-  const bool scraped = poll_until(
+  const bool scraped = testing::wait_until(
       [&] {
         const auto data = query(client, R"(lagpilot_workers{job="lagpilot"})");
         if (data.is_null() || data["result"].size() < 6) return false;
@@ -153,7 +147,7 @@ TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts)
         }
         return true;
       },
-      deadline);
+      deadline, kServerPoll);
   ASSERT_TRUE(scraped) << "no lagpilot_workers series in Prometheus; its log:\n"
                        << prometheus_log();
   EXPECT_EQ(workers["min"], min_workers);
@@ -167,14 +161,14 @@ TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts)
 
   // The lag series: the total and one series per assigned partition (8 by default), all >= 0.
   nlohmann::json partitions;
-  ASSERT_TRUE(poll_until(
+  ASSERT_TRUE(testing::wait_until(
       [&] {
         const auto data = query(client, R"(lagpilot_consumer_lag{job="lagpilot"})");
         if (data.is_null() || data["result"].size() < 8) return false;
         partitions = data["result"];
         return true;
       },
-      deadline))
+      deadline, kServerPoll))
       << "no per-partition lag series";
   for (const auto& series : partitions) {
     EXPECT_EQ(series["metric"].value("topic", ""), "events");
@@ -187,7 +181,7 @@ TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts)
 
   // Prometheus loaded config/prometheus/alerts.yml and evaluates every rule without errors.
   std::string rules_state;
-  EXPECT_TRUE(poll_until(
+  EXPECT_TRUE(testing::wait_until(
       [&] {
         auto res = client.Get("/api/v1/rules");
         if (!res) return false;
@@ -203,7 +197,7 @@ TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts)
         rules_state = res->body;
         return rules >= 4 && healthy == rules;
       },
-      deadline))
+      deadline, kServerPoll))
       << "alert rules not loaded or not healthy: " << rules_state;
 
   // Every dashboard query (its variables filled in) and the KEDA query return data from this
@@ -222,12 +216,12 @@ TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts)
     q.expr = std::regex_replace(q.expr, std::regex(R"(\$job|\$instance)"), ".*");
     std::string error;
     nlohmann::json data;
-    const bool answered = poll_until(
+    const bool answered = testing::wait_until(
         [&] {
           data = query(client, q.expr, &error);
           return !data.is_null() && !data["result"].empty();
         },
-        deadline);
+        deadline, kServerPoll);
     EXPECT_TRUE(answered) << q.where << ": no data for " << q.expr << " " << error;
   }
 

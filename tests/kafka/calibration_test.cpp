@@ -1,4 +1,4 @@
-// The calibration procedure (controller/calibration.h).
+// The calibration procedure (controller/calibration/calibrator.h).
 //  * Against a fake consumer that follows a known USL curve, on a ManualClock (no sleeping):
 //    the table, the fit, the rate limit, dryness/starvation/peak warnings, interruption.
 //  * Against the embedded broker with real handlers (live, a few seconds each): a handler of
@@ -6,7 +6,9 @@
 //    with workers; a handler with a shared critical section shows contention (sigma > 0).
 
 #include "controller/steady_clock.h"
-#include "controller/calibration/calibration.h"
+#include "controller/calibration/calibrator.h"
+#include "controller/calibration/live_calibration_target.h"
+#include "controller/calibration/saturating_producer.h"
 
 #include <gtest/gtest.h>
 

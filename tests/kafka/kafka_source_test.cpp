@@ -28,25 +28,19 @@
 #include "controller/pool/worker_pool.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
+#include "tests/common/sequence_ledger.h"
+#include "tests/common/wait.h"
 
 namespace lagpilot {
 namespace {
+
+using testing::SequenceLedger;
+using testing::wait_until;
 
 using Seconds = std::chrono::duration<double>;
 
 double wall_seconds() {
   return Seconds(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Waits (wall clock, bounded: this talks to a real protocol stack) until `pred` holds.
-template <typename Pred>
-bool wait_until(Pred pred, double seconds) {
-  const double deadline = wall_seconds() + seconds;
-  while (wall_seconds() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
 }
 
 KafkaSourceConfig test_config(const EmbeddedBroker& broker, const std::string& topic,
@@ -105,65 +99,6 @@ std::pair<int64_t, int64_t> watermarks(const EmbeddedBroker& broker, const std::
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) throw std::runtime_error(rd_kafka_err2str(e));
   return {lo, hi};
 }
-
-// Per-sequence-number counters and per-key order checks, filled from handlers.
-class Ledger {
- public:
-  Ledger(std::size_t sequences, std::size_t keys)
-      : counts_(sequences), last_seq_(keys), busy_(keys) {
-    for (auto& l : last_seq_) l.store(-1);
-  }
-
-  // Records one handled message; checks that its key is not being handled elsewhere right
-  // now and that its sequence number is above the key's previous one.
-  void record(const SourceMessage& m, bool check_key_order) {
-    const auto decoded = decode_message(m.value);
-    if (!decoded) {
-      bad_values_.fetch_add(1);
-      return;
-    }
-    const uint64_t seq = decoded->seq;
-    if (seq >= counts_.size()) {
-      bad_values_.fetch_add(1);
-      return;
-    }
-    if (check_key_order && m.has_key && m.key.size() > 1) {
-      const std::size_t k = std::stoul(m.key.substr(1)) % last_seq_.size();
-      if (busy_[k].exchange(true)) concurrent_same_key_.fetch_add(1);
-      const int64_t prev = last_seq_[k].exchange(static_cast<int64_t>(seq));
-      if (prev >= static_cast<int64_t>(seq)) key_order_violations_.fetch_add(1);
-      std::this_thread::yield();  // widen the window in which a second worker would be caught
-      busy_[k].store(false);
-    }
-    counts_[seq].fetch_add(1);
-    total_.fetch_add(1);
-  }
-
-  uint64_t total() const { return total_.load(); }
-  uint32_t count(std::size_t seq) const { return counts_[seq].load(); }
-  std::size_t missing(std::size_t from, std::size_t to) const {
-    std::size_t n = 0;
-    for (std::size_t s = from; s < to; ++s) n += counts_[s].load() == 0;
-    return n;
-  }
-  std::size_t duplicated(std::size_t from, std::size_t to) const {
-    std::size_t n = 0;
-    for (std::size_t s = from; s < to; ++s) n += counts_[s].load() > 1;
-    return n;
-  }
-  uint64_t key_order_violations() const { return key_order_violations_.load(); }
-  uint64_t concurrent_same_key() const { return concurrent_same_key_.load(); }
-  uint64_t bad_values() const { return bad_values_.load(); }
-
- private:
-  std::vector<std::atomic<uint32_t>> counts_;
-  std::vector<std::atomic<int64_t>> last_seq_;
-  std::vector<std::atomic<bool>> busy_;
-  std::atomic<uint64_t> total_{0};
-  std::atomic<uint64_t> key_order_violations_{0};
-  std::atomic<uint64_t> concurrent_same_key_{0};
-  std::atomic<uint64_t> bad_values_{0};
-};
 
 std::string describe(const SourceStats& s) {
   std::string out = "assigned " + std::to_string(s.assigned_partitions) + ":";
@@ -272,7 +207,7 @@ TEST(KafkaSource, EverySequenceOnceUnderRandomPoolResizesWithKeyOrder) {
   EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"stress", kPartitions}}});
   SteadyClock clock;
   WorkerPool pool(WorkerPoolOptions{4, 16, 4000, 0.8, 0.2}, clock);
-  Ledger ledger(kMessages, kKeys);
+  SequenceLedger ledger(kMessages, kKeys);
   std::atomic<uint64_t> thrown{0};
   KafkaSource source(
       test_config(broker, "stress", "stress-group"), pool,
@@ -342,7 +277,7 @@ TEST(KafkaSource, BackpressurePausesAndResumesWithBoundedBuffers) {
   EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"slow", 4}}});
   SteadyClock clock;
   WorkerPool pool(WorkerPoolOptions{4, 4, kQueue, 0.8, 0.2}, clock);
-  Ledger ledger(kMessages, 1);
+  SequenceLedger ledger(kMessages, 1);
   std::atomic<std::size_t> max_depth{0};
   KafkaSourceConfig config = test_config(broker, "slow", "slow-group");
   config.ordering = "unordered";
@@ -393,7 +328,7 @@ TEST(KafkaSource, RetentionLossIsCountedExactly) {
   EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"retained", 1}}});
   SteadyClock clock;
   WorkerPool pool(WorkerPoolOptions{4, 8, 10000, 0.8, 0.2}, clock);
-  Ledger ledger(kTotal, 1);
+  SequenceLedger ledger(kTotal, 1);
   const std::string group = "retention-group";
 
   ASSERT_EQ(produce(producer_options(broker, "retained", kFirst, 0)).delivered, kFirst);
@@ -458,7 +393,7 @@ TEST(KafkaSource, ConsumptionResumesAfterBrokerFaultsWithNothingLost) {
   EmbeddedBroker broker(EmbeddedBrokerOptions{3, {{"faulty", kPartitions}}});
   SteadyClock clock;
   WorkerPool pool(WorkerPoolOptions{4, 8, 2000, 0.8, 0.2}, clock);
-  Ledger ledger(kMessages, 1);
+  SequenceLedger ledger(kMessages, 1);
   KafkaSource source(
       test_config(broker, "faulty", "faulty-group"), pool,
       [&](const SourceMessage& m) { ledger.record(m, false); }, clock);
@@ -511,7 +446,7 @@ TEST(KafkaSource, RestartRedeliversWhatWasNotCommitted) {
   EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"restart", 1}}});
   SteadyClock clock;
   WorkerPool pool(WorkerPoolOptions{2, 4, 1000, 0.8, 0.2}, clock);
-  Ledger ledger(kMessages, 1);
+  SequenceLedger ledger(kMessages, 1);
   ASSERT_EQ(produce(producer_options(broker, "restart", kMessages, 0)).delivered, kMessages);
 
   std::mutex gate_mutex;
@@ -569,7 +504,7 @@ TEST(KafkaSource, RebalanceDrainsBeforeHandingPartitionsOver) {
   SteadyClock clock;
   WorkerPool pool_a(WorkerPoolOptions{4, 4, 500, 0.8, 0.2}, clock);
   WorkerPool pool_b(WorkerPoolOptions{4, 4, 500, 0.8, 0.2}, clock);
-  Ledger ledger(kMessages, kKeys);
+  SequenceLedger ledger(kMessages, kKeys);
   auto handler = [&](const SourceMessage& m) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     ledger.record(m, true);
@@ -616,7 +551,7 @@ TEST(KafkaSource, OperatorPauseAndResume) {
   EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"ops", 2}}});
   SteadyClock clock;
   WorkerPool pool(WorkerPoolOptions{2, 2, 1000, 0.8, 0.2}, clock);
-  Ledger ledger(kMessages, 1);
+  SequenceLedger ledger(kMessages, 1);
   KafkaSourceConfig config = test_config(broker, "ops", "ops-group");
   config.ordering = "unordered";
   KafkaSource source(

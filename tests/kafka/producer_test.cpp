@@ -16,6 +16,7 @@
 #include "controller/loadgen/message_codec.h"
 #include "kafka_test_util.h"
 #include "policies/clock.h"
+#include "tests/common/wait.h"
 
 namespace lagpilot {
 namespace {
@@ -26,18 +27,6 @@ ProducerOptions base_options(const EmbeddedBroker& broker, const std::string& to
   o.topic = topic;
   o.flush_timeout_seconds = 10;
   return o;
-}
-
-// Waits (wall clock, bounded) until `pred` holds.
-template <typename Pred>
-bool wait_for(Pred pred, double seconds = 10.0) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return pred();
 }
 
 // Runs producer.run(stop) on a thread; the destructor stops and joins it, so a failed ASSERT
@@ -130,14 +119,14 @@ TEST(PacedProducer, TraceScheduleIsFollowedOnSimulatedTime) {
   BackgroundRun run(producer);
 
   auto produced = [&] { return producer.stats().produced; };
-  ASSERT_TRUE(wait_for([&] { return produced() >= 1; }));
+  ASSERT_TRUE(testing::wait_until([&] { return produced() >= 1; }, 10.0));
   clock.set(50.5);
-  ASSERT_TRUE(wait_for([&] { return produced() >= 51; })) << produced();
+  ASSERT_TRUE(testing::wait_until([&] { return produced() >= 51; }, 10.0)) << produced();
   EXPECT_EQ(produced(), 51u);
   clock.set(51.7);  // end of bin 0 (+50), then 0.7 s at rate 0
-  ASSERT_TRUE(wait_for([&] { return produced() >= 101; })) << produced();
+  ASSERT_TRUE(testing::wait_until([&] { return produced() >= 101; }, 10.0)) << produced();
   clock.set(52.5);  // rest of bin 1 at 0, half of bin 2 at 300
-  ASSERT_TRUE(wait_for([&] { return produced() >= 251; })) << produced();
+  ASSERT_TRUE(testing::wait_until([&] { return produced() >= 251; }, 10.0)) << produced();
   EXPECT_LE(produced(), 251u);
   clock.set(60.0);  // past the end: the last half bin is settled at the trace's end
   const ProducerStats final_stats = run.finish();
@@ -156,7 +145,7 @@ TEST(PacedProducer, SkippedBinsAreSettledAtTheirBoundaries) {
   ManualClock clock(0.0);
   PacedProducer producer(o, clock);
   BackgroundRun run(producer);
-  ASSERT_TRUE(wait_for([&] { return producer.stats().produced >= 1; }));
+  ASSERT_TRUE(testing::wait_until([&] { return producer.stats().produced >= 1; }, 10.0));
   clock.set(10.0);  // one jump over every bin
   const ProducerStats final_stats = run.finish();
   EXPECT_EQ(final_stats.produced, 1u + 5 + 10 + 0 + 20);
@@ -170,9 +159,9 @@ TEST(PacedProducer, FrozenClockReleasesOnlyTheStartToken) {
   ManualClock clock(0.0);
   PacedProducer producer(o, clock);
   BackgroundRun run(producer);
-  ASSERT_TRUE(wait_for([&] { return producer.stats().delivered >= 1; }));
+  ASSERT_TRUE(testing::wait_until([&] { return producer.stats().delivered >= 1; }, 10.0));
   clock.set(0.004);
-  ASSERT_TRUE(wait_for([&] { return producer.stats().delivered >= 5; }));
+  ASSERT_TRUE(testing::wait_until([&] { return producer.stats().delivered >= 5; }, 10.0));
   run.request_stop();
   const ProducerStats final_stats = run.finish();
   EXPECT_EQ(final_stats.produced, 5u);  // 1 + 1000/s * 4 ms, no more: the clock stood still
@@ -186,7 +175,7 @@ TEST(PacedProducer, StopEndsAnOpenEndedRun) {
   SteadyClock clock;
   PacedProducer producer(o, clock);
   BackgroundRun run(producer);
-  ASSERT_TRUE(wait_for([&] { return producer.stats().delivered >= 20; }));
+  ASSERT_TRUE(testing::wait_until([&] { return producer.stats().delivered >= 20; }, 10.0));
   run.request_stop();
   const ProducerStats final_stats = run.finish();
   EXPECT_GE(final_stats.produced, 20u);

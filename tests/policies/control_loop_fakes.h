@@ -1,8 +1,8 @@
 #pragma once
 // Fakes for driving the ControlLoop in tests (controller_loop_test, controller_events_test):
 // a sampler whose lag the test sets and that reports the actuator's size as the current
-// workers, an actuator that counts its resizes, the two wired together, and a policy that asks
-// for a fixed size.
+// workers, an actuator that counts its resizes and the two wired together (and, from tests/common,
+// a policy that asks for a fixed size).
 //
 // Thread-safety: as the ControlLoop's own contract says, the sampler and the actuator are called
 // only from tick(), on the one control thread; the test reads and sets their fields between
@@ -16,6 +16,7 @@
 #include "policies/guards.h"
 #include "policies/observation.h"
 #include "policies/policy.h"
+#include "tests/common/fixed_policy.h"
 
 namespace lagpilot::testing {
 
@@ -50,15 +51,6 @@ struct FakeSamplerAndActuator {
   FakeSamplerAndActuator() { sampler.workers = &actuator.workers; }
   FakeSamplerAndActuator(const FakeSamplerAndActuator&) = delete;
   FakeSamplerAndActuator& operator=(const FakeSamplerAndActuator&) = delete;
-};
-
-// Asks for a fixed size, named after it ("fixed-7").
-struct FixedPolicy : Policy {
-  int n;
-  explicit FixedPolicy(int v) : n(v) {}
-  std::string name() const override { return "fixed-" + std::to_string(n); }
-  Proposal decide(const Observation&) override { return {n, "fixed"}; }
-  nlohmann::json params() const override { return {{"workers", n}}; }
 };
 
 // The default guards without the scale-down stabilization window, so that a policy's proposal

@@ -1,4 +1,4 @@
-// The shared conformance suite (DESIGN habit 12): every policy, with its defaults and in a few
+// The shared conformance suite: every policy, with its defaults and in a few
 // configured variants, must
 //   - keep its proposal within [obs.min_workers, obs.max_workers] over random observations;
 //   - be deterministic: two instances fed the same observations propose the same;

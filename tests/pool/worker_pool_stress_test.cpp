@@ -32,7 +32,8 @@ constexpr int kSlack = 64;                          // steps the submitter may r
 constexpr int kMaxWorkers = 8;
 constexpr int kResizeFromTaskEvery = 10'000;  // 100 more resizes from inside tasks
 
-struct Ledger {
+// How often each task ran (every one must run exactly once) and the sum of the indices that ran.
+struct TaskTally {
   std::unique_ptr<std::atomic<uint8_t>[]> runs { new std::atomic<uint8_t>[ kTasks ]() };
   std::atomic<uint64_t> index_sum{0};
   WorkerPool* pool = nullptr;
@@ -69,7 +70,7 @@ TEST(WorkerPoolStress, RandomResizesWhileAMillionTasksRun) {
     return std::thread(std::move(body));
   };
   WorkerPool pool(options, clock, counting_starter);
-  Ledger ledger;
+  TaskTally ledger;
   ledger.pool = &pool;
 
   std::atomic<int> steps_submitted{0};
@@ -94,7 +95,7 @@ TEST(WorkerPoolStress, RandomResizesWhileAMillionTasksRun) {
     });
   }
 
-  Ledger* l = &ledger;  // the task captures two words, so std::function stores it inline
+  TaskTally* l = &ledger;  // the task captures two words, so std::function stores it inline
   for (int i = 0; i < kTasks; ++i) {
     if (i % kStep == 0) {
       const int step = i / kStep;

@@ -3,7 +3,6 @@
 // exceptions and shutdown. Waits are on conditions (latches, wait_idle), never on sleeps; the
 // only real-time wait is shutdown()'s own drain timeout, which is real time by design.
 
-#include "controller/steady_clock.h"
 #include "controller/pool/worker_pool.h"
 
 #include <gmock/gmock.h>
@@ -21,26 +20,14 @@
 #include <thread>
 #include <vector>
 
+#include "controller/steady_clock.h"
 #include "policies/clock.h"
+#include "tests/common/wait.h"
 
 namespace lagpilot {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Spins (yielding) until `done()` holds; false after `limit_seconds` of real time, so a bug
-// fails the test instead of hanging it.
-template <typename Pred>
-bool eventually(Pred done, double limit_seconds = 30.0) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(limit_seconds));
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 WorkerPoolOptions options(int initial, int max, std::size_t capacity = 1000) {
   WorkerPoolOptions o;
@@ -155,8 +142,8 @@ TEST(WorkerPool, ShrinkFinishesTasksInHand) {
 
   release.count_down();
   // The three retired workers finish their task and leave; the one left takes a queued task.
-  EXPECT_TRUE(eventually([&] { return pool.live_threads() == 1; }, 10.0));
-  EXPECT_TRUE(eventually([&] { return pool.queue_depth() == 19; }, 10.0));
+  EXPECT_TRUE(testing::wait_until([&] { return pool.live_threads() == 1; }, 10.0));
+  EXPECT_TRUE(testing::wait_until([&] { return pool.queue_depth() == 19; }, 10.0));
   EXPECT_EQ(pool.busy(), 1);
   EXPECT_EQ(finished.load(), 4);
 
@@ -204,7 +191,7 @@ TEST(WorkerPool, ShrinkIdlePoolRetiresAtOnce) {
   pool.wait_idle();
   ASSERT_EQ(pool.live_threads(), 8);
   EXPECT_EQ(pool.resize(2), 2);
-  ASSERT_TRUE(eventually([&] { return pool.live_threads() == 2; }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.live_threads() == 2; }, 30.0));
   std::atomic<int> ran{0};
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(pool.try_submit([&] { ran++; }));
   pool.wait_idle();
@@ -248,7 +235,7 @@ TEST(WorkerPool, WatermarksHaveHysteresis) {
   std::counting_semaphore<> permits(0);
   auto gated = [&permits] { permits.acquire(); };
   ASSERT_TRUE(pool.try_submit(gated));
-  ASSERT_TRUE(eventually([&] { return pool.busy() == 1; }));  // in hand, queue empty
+  ASSERT_TRUE(testing::wait_until([&] { return pool.busy() == 1; }, 30.0));  // in hand, queue empty
 
   for (int depth = 1; depth <= 7; ++depth) {
     ASSERT_TRUE(pool.try_submit(gated));
@@ -268,11 +255,12 @@ TEST(WorkerPool, WatermarksHaveHysteresis) {
   // Drain one at a time: stays on down to depth 3, clears at 2.
   for (int depth = 9; depth >= 2; --depth) {
     permits.release();
-    ASSERT_TRUE(eventually([&] { return pool.queue_depth() == static_cast<std::size_t>(depth); }));
+    ASSERT_TRUE(testing::wait_until(
+        [&] { return pool.queue_depth() == static_cast<std::size_t>(depth); }, 30.0));
     EXPECT_EQ(pool.backpressure(), depth > 2) << "depth " << depth;
   }
   // The worker that crossed the low watermark tells the listener right after.
-  ASSERT_TRUE(eventually([&] { return flips_now().size() == 3; }));
+  ASSERT_TRUE(testing::wait_until([&] { return flips_now().size() == 3; }, 30.0));
   EXPECT_EQ(flips_now(), std::vector<bool>({false, true, false}));
 
   // Refill: stays off below 8, on again at 8.
@@ -301,16 +289,16 @@ TEST(WorkerPool, DefaultWatermarksAre80And20Percent) {
   std::counting_semaphore<> permits(0);
   auto gated = [&permits] { permits.acquire(); };
   ASSERT_TRUE(pool.try_submit(gated));
-  ASSERT_TRUE(eventually([&] { return pool.busy() == 1; }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.busy() == 1; }, 30.0));
   for (int i = 0; i < 7999; ++i) ASSERT_TRUE(pool.try_submit(gated));
   EXPECT_FALSE(pool.backpressure());
   ASSERT_TRUE(pool.try_submit(gated));
   EXPECT_TRUE(pool.backpressure());
   permits.release(5999);  // the in-hand task and 5998 more finish; depth 2001
-  ASSERT_TRUE(eventually([&] { return pool.queue_depth() == 2001; }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.queue_depth() == 2001; }, 30.0));
   EXPECT_TRUE(pool.backpressure());
   permits.release();
-  ASSERT_TRUE(eventually([&] { return pool.queue_depth() == 2000; }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.queue_depth() == 2000; }, 30.0));
   EXPECT_FALSE(pool.backpressure());
   permits.release(2001);
   pool.wait_idle();
@@ -426,7 +414,7 @@ TEST(WorkerPool, LatencyWindowOnManualClock) {
     }));
   }
   started.wait();
-  ASSERT_TRUE(eventually([&] { return pool.busy() == 2; }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.busy() == 2; }, 30.0));
   pool.take_window();
   clock.advance(2.0);
   w = pool.take_window();
@@ -496,7 +484,8 @@ TEST(WorkerPool, ShutdownDrainsQueue) {
   ASSERT_TRUE(pool.try_submit([&] { release.wait(); }));
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(pool.try_submit([&] { ran++; }));
   std::thread opener([&] {
-    EXPECT_TRUE(eventually([&] { return !pool.try_submit([] {}); }));  // stopped accepting
+    EXPECT_TRUE(
+        testing::wait_until([&] { return !pool.try_submit([] {}); }, 30.0));  // stopped accepting
     release.count_down();
   });
   EXPECT_EQ(pool.shutdown(std::numeric_limits<double>::infinity()), 0u);
@@ -521,11 +510,12 @@ void check_shutdown_returns_unrun(double timeout_seconds) {
     release.wait();
     in_hand_done = true;
   }));
-  ASSERT_TRUE(eventually([&] { return pool.busy() == 1; }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.busy() == 1; }, 30.0));
   for (int i = 0; i < 9; ++i) ASSERT_TRUE(pool.try_submit([&] { ran++; }));
   ASSERT_TRUE(pool.backpressure());
   std::thread opener([&] {
-    EXPECT_TRUE(eventually([&] { return pool.queue_depth() == 0; }));  // queue dropped
+    EXPECT_TRUE(
+        testing::wait_until([&] { return pool.queue_depth() == 0; }, 30.0));  // queue dropped
     release.count_down();
   });
   EXPECT_EQ(pool.shutdown(timeout_seconds), 9u);

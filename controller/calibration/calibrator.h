@@ -1,32 +1,27 @@
 #pragma once
-// Measuring a live consumer's true capacity (`lagpilot calibrate`): hold the worker pool at a
-// list of sizes in turn, keep the topic saturated, measure the sustained throughput and latency
-// at each size, fit the Universal Scalability Law (policies/usl_fit.h) and recommend a producer
-// rate limit.
+// Measuring a consumer's true capacity (`lagpilot calibrate`): hold the worker pool at a list
+// of sizes in turn, measure the sustained throughput and latency at each size while the topic
+// stays saturated, fit the Universal Scalability Law (policies/usl_fit.h) and recommend a
+// producer rate limit.
 //
 // Pieces:
 //   CalibrationTarget          what the Calibrator drives: pool size, completed count, lag,
-//                              latency and busy workers. LiveCalibrationTarget adapts a
-//                              KafkaSource + WorkerPool; tests may fake it in a few lines.
-//   SaturatingProducer         a producer thread that keeps a bounded backlog in the topic, so
-//                              the consumer never runs dry while it is measured.
+//                              latency and busy workers. LiveCalibrationTarget
+//                              (live_calibration_target.h) adapts a KafkaSource + WorkerPool;
+//                              tests may fake it in a few lines.
 //   Calibrator                 the procedure (see its class comment).
 //   CalibrationResult          the table, the fit, the rate limit; to_json() and format_table().
 //
-// Time is injected: the Calibrator reads a Clock and waits through a Sleeper, so a test can
-// drive it with a ManualClock and a fake target without sleeping.
+// The calibrator itself does no I/O and starts no threads. Time is injected: it reads a Clock
+// and waits through a Sleeper, so a test can drive it with a ManualClock and a fake target
+// without sleeping.
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "controller/kafka/kafka_source.h"
 #include "controller/pool/worker_pool.h"
 #include "policies/clock.h"
 #include "policies/usl_fit.h"
@@ -126,79 +121,6 @@ class CalibrationTarget {
   virtual Reading read() = 0;
   // Latency percentiles and mean busy workers since the previous call (WorkerPool semantics).
   virtual PoolWindow take_window() = 0;
-};
-
-// A KafkaSource feeding a WorkerPool. Lag is KafkaSource::stats(true).total_lag (watermarks
-// queried from the brokers: about 1 ms per partition on loopback), completed is
-// WorkerPool::completed(). Use it from the source's control thread (KafkaSource::stats()).
-class LiveCalibrationTarget final : public CalibrationTarget {
- public:
-  LiveCalibrationTarget(KafkaSource& source, WorkerPool& pool) : source_(source), pool_(pool) {}
-  bool ready() override { return source_.joined(); }
-  int set_workers(int workers) override { return pool_.resize(workers); }
-  Reading read() override;
-  PoolWindow take_window() override { return pool_.take_window(); }
-  int assigned_partitions() const { return assigned_partitions_; }
-
- private:
-  KafkaSource& source_;
-  WorkerPool& pool_;
-  int assigned_partitions_ = 0;  // at the last read()
-};
-
-struct SaturatingProducerOptions {
-  std::string bootstrap;
-  std::string topic;
-  uint64_t keys = 1024;  // key = "k<seq % keys>"; 0 = null keys
-  // Backlog kept ahead of the consumer: clamp(lead_seconds x consumption rate, min_backlog,
-  // max_backlog) messages. max_backlog protects small retention limits (the embedded broker
-  // keeps about 5 MB per partition).
-  int64_t min_backlog = 2000;
-  double lead_seconds = 1.0;
-  int64_t max_backlog = 200000;
-  std::size_t padding_bytes = 0;
-  std::map<std::string, std::string> properties;  // extra librdkafka settings (override ours)
-};
-
-struct SaturatingProducerStats {
-  uint64_t produced = 0;   // accepted by librdkafka
-  uint64_t delivered = 0;  // acknowledged by the broker
-  uint64_t failed = 0;     // delivery errors (and messages librdkafka refused)
-};
-
-// Keeps the topic saturated with a bounded backlog. Algorithm: a thread loops every
-// millisecond: it reads how many messages the consumer finished (the `consumed` callback),
-// estimates the consumption rate (exponentially smoothed over about 0.5 s), and produces the
-// shortfall of (produced - consumed) below the backlog target, at most 10,000 messages per
-// loop. So the backlog follows the consumer's speed instead of growing without bound, as
-// producing "well above capacity" would (and then overflow a small retention limit), and never
-// reaches zero while the producer keeps up. Values are encode_message(seq, sent_us) (see
-// message_codec.h), seq counting from 0. Messages that were in the topic before are counted
-// as consumed too, so each of them makes the producer write one more: the backlog stays
-// bounded, the topic grows by what is consumed.
-//
-// Thread-safety: start(), stop() and the destructor from one thread; stats() from any thread.
-// `consumed` is called on the producer's thread and must be thread-safe
-// (WorkerPool::completed() is).
-class SaturatingProducer {
- public:
-  // Throws std::invalid_argument (naming the field) or std::runtime_error (librdkafka refused).
-  SaturatingProducer(SaturatingProducerOptions options, std::function<uint64_t()> consumed,
-                     const Clock& clock);
-  ~SaturatingProducer();  // stop()
-
-  SaturatingProducer(const SaturatingProducer&) = delete;
-  SaturatingProducer& operator=(const SaturatingProducer&) = delete;
-
-  void start();
-  // Stops producing and waits up to flush_timeout_seconds for delivery reports. Idempotent.
-  void stop(double flush_timeout_seconds = 5.0);
-  SaturatingProducerStats stats() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  std::thread thread_;
 };
 
 struct CalibrationProgress {

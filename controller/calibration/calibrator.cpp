@@ -1,17 +1,12 @@
-#include "controller/calibration/calibration.h"
-
-#include <librdkafka/rdkafka.h>
-#include <spdlog/spdlog.h>
+#include "controller/calibration/calibrator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
 
-#include "controller/loadgen/message_codec.h"
-#include "controller/loadgen/rdkafka_producer.h"
+#include "policies/number_text.h"
 
 namespace lagpilot {
 namespace {
@@ -19,24 +14,11 @@ namespace {
 // Standard normal quantile at 0.99, for the lognormal cv estimate.
 constexpr double kZ99 = 2.3263478740408408;
 
-std::string printf_text(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // 12345.6 -> "12,346"; small rates keep one decimal ("196.4").
 std::string rate_text(double v) {
   if (!std::isfinite(v)) return "inf";
-  if (std::fabs(v) < 1000) return printf_text("%.1f", v);
-  std::string digits = printf_text("%.0f", v);
-  std::string out;
-  const std::size_t start = digits[0] == '-' ? 1 : 0;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > start && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+  if (std::fabs(v) < 1000) return text::fixed(v, 1);
+  return text::thousands(v);
 }
 
 void bad_option(const std::string& what) {
@@ -74,27 +56,26 @@ void CalibrationOptions::validate() const {
     }
   }
   if (!(warmup_seconds >= 0) || !std::isfinite(warmup_seconds)) {
-    bad_option("warmup_seconds: must be >= 0, got " + printf_text("%g", warmup_seconds));
+    bad_option("warmup_seconds: must be >= 0, got " + text::num(warmup_seconds));
   }
   if (!(dwell_seconds > warmup_seconds) || !std::isfinite(dwell_seconds)) {
-    bad_option("dwell_seconds: must be > warmup_seconds (" + printf_text("%g", warmup_seconds) +
-               "), got " + printf_text("%g", dwell_seconds));
+    bad_option("dwell_seconds: must be > warmup_seconds (" + text::num(warmup_seconds) + "), got " +
+               text::num(dwell_seconds));
   }
   if (!(sample_seconds > 0) || !std::isfinite(sample_seconds)) {
-    bad_option("sample_seconds: must be > 0, got " + printf_text("%g", sample_seconds));
+    bad_option("sample_seconds: must be > 0, got " + text::num(sample_seconds));
   }
   if (!(fit_slice_seconds > 0) || !std::isfinite(fit_slice_seconds)) {
-    bad_option("fit_slice_seconds: must be > 0, got " + printf_text("%g", fit_slice_seconds));
+    bad_option("fit_slice_seconds: must be > 0, got " + text::num(fit_slice_seconds));
   }
   if (!(headroom >= 0 && headroom < 1)) {
-    bad_option("headroom: must be in [0, 1), got " + printf_text("%g", headroom));
+    bad_option("headroom: must be in [0, 1), got " + text::num(headroom));
   }
   if (!(min_busy_fraction >= 0 && min_busy_fraction <= 1)) {
-    bad_option("min_busy_fraction: must be in [0, 1], got " + printf_text("%g", min_busy_fraction));
+    bad_option("min_busy_fraction: must be in [0, 1], got " + text::num(min_busy_fraction));
   }
   if (!(ready_timeout_seconds > 0)) {
-    bad_option("ready_timeout_seconds: must be > 0, got " +
-               printf_text("%g", ready_timeout_seconds));
+    bad_option("ready_timeout_seconds: must be > 0, got " + text::num(ready_timeout_seconds));
   }
 }
 
@@ -153,13 +134,13 @@ std::string CalibrationResult::format_table() const {
   out += "\n";
   if (fit.valid) {
     out += "USL fit: lambda " + rate_text(fit.lambda) + "/s per worker, sigma " +
-           printf_text("%.4g", fit.sigma) + ", kappa " + printf_text("%.4g", fit.kappa) + ", R^2 " +
-           printf_text("%.4f", fit.r_squared) + " (" + std::to_string(fit.parameters) +
+           text::general(fit.sigma, 4) + ", kappa " + text::general(fit.kappa, 4) + ", R^2 " +
+           text::fixed(fit.r_squared, 4) + " (" + std::to_string(fit.parameters) +
            (fit.parameters == 1 ? " parameter, " : " parameters, ") +
            std::to_string(fit.distinct_workers) + " worker counts)\n";
     const double peak = fit.peak_workers();
     if (std::isfinite(peak)) {
-      out += "peak: N* = " + printf_text("%.1f", peak) + " workers, " +
+      out += "peak: N* = " + text::fixed(peak, 1) + " workers, " +
              rate_text(fit.peak_throughput()) + "/s; more workers lower throughput\n";
     } else {
       out += "peak: none (kappa = 0: throughput keeps rising";
@@ -173,154 +154,11 @@ std::string CalibrationResult::format_table() const {
   if (sustained_workers > 0) {
     out += "recommended producer rate limit: " + rate_text(recommended_rate_limit) + " msg/s (" +
            rate_text(sustained_rate) + "/s sustained at " + std::to_string(sustained_workers) +
-           " workers, less " + printf_text("%.0f", headroom * 100) + " % headroom)\n";
+           " workers, less " + text::fixed(headroom * 100, 0) + " % headroom)\n";
   }
   if (!complete) out += "interrupted: only the steps above were measured\n";
   for (const std::string& w : warnings) out += "warning: " + w + "\n";
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// LiveCalibrationTarget
-
-CalibrationTarget::Reading LiveCalibrationTarget::read() {
-  const SourceStats stats = source_.stats(true);
-  assigned_partitions_ = stats.assigned_partitions;
-  Reading r;
-  r.completed = pool_.completed();
-  r.lag = stats.assigned_partitions > 0 ? stats.total_lag : -1;
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
-// SaturatingProducer
-
-struct SaturatingProducer::Impl {
-  SaturatingProducerOptions options;
-  std::function<uint64_t()> consumed;
-  const Clock& clock;
-  std::atomic<bool> stop_requested{false};  // atomic: set by stop(), read by the thread
-  bool stopped = false;
-  // atomic: written on the producer thread (and its delivery callbacks), read by stats().
-  std::atomic<uint64_t> produced{0};
-  std::atomic<uint64_t> delivered{0};
-  std::atomic<uint64_t> failed{0};
-  // Last, so that it is destroyed first: its delivery callback writes the counters above.
-  std::unique_ptr<RdKafkaProducer> kafka;
-
-  Impl(SaturatingProducerOptions o, std::function<uint64_t()> c, const Clock& cl)
-      : options(std::move(o)), consumed(std::move(c)), clock(cl) {}
-
-  static void delivery_cb(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
-    auto* self = static_cast<Impl*>(opaque);
-    if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      self->delivered.fetch_add(1, std::memory_order_relaxed);
-    } else if (self->failed.fetch_add(1, std::memory_order_relaxed) < 5) {
-      spdlog::error("calibration producer: delivery to {} failed: {}", self->options.topic,
-                    rd_kafka_err2str(msg->err));
-    }
-  }
-
-  void create() {
-    kafka = std::make_unique<RdKafkaProducer>(RdKafkaProducerSettings{
-        .client_name = "calibration producer",
-        .bootstrap = options.bootstrap,
-        .topic = options.topic,
-        .properties = options.properties,
-        .on_delivery = &Impl::delivery_cb,
-        .opaque = this,
-    });
-  }
-
-  void loop() {
-    constexpr int64_t kMaxPerLoop = 10000;
-    constexpr double kRateWindowSeconds = 0.5;
-    std::string value;
-    uint64_t seq = 0;
-    double rate = 0.0;  // smoothed consumption rate, messages/s
-    double last_time = clock.now();
-    uint64_t last_consumed = consumed();
-    while (!stop_requested.load(std::memory_order_relaxed)) {
-      const double now = clock.now();
-      const uint64_t done = consumed();
-      if (now - last_time >= 0.05) {
-        const double instant = static_cast<double>(done - last_consumed) / (now - last_time);
-        const double alpha = 1.0 - std::exp(-(now - last_time) / kRateWindowSeconds);
-        rate += alpha * (instant - rate);
-        last_time = now;
-        last_consumed = done;
-      }
-      const auto target = std::clamp<int64_t>(static_cast<int64_t>(options.lead_seconds * rate),
-                                              options.min_backlog, options.max_backlog);
-      const int64_t backlog = static_cast<int64_t>(produced.load(std::memory_order_relaxed)) -
-                              static_cast<int64_t>(done);
-      int64_t shortfall = std::min(target - backlog, kMaxPerLoop);
-      while (shortfall > 0 && !stop_requested.load(std::memory_order_relaxed)) {
-        encode_message_into(value, seq, epoch_micros_now(), options.padding_bytes);
-        const rd_kafka_resp_err_t err = kafka->produce(value, seq, options.keys);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-          produced.fetch_add(1, std::memory_order_relaxed);
-          ++seq;
-          --shortfall;
-          continue;
-        }
-        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-          kafka->poll(1);  // let deliveries drain the local queue, then retry
-          continue;
-        }
-        if (failed.fetch_add(1, std::memory_order_relaxed) < 5) {
-          spdlog::error("calibration producer: produce to {} failed: {}", options.topic,
-                        rd_kafka_err2str(err));
-        }
-        break;  // not transient: try again next loop
-      }
-      kafka->poll(0);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-};
-
-SaturatingProducer::SaturatingProducer(SaturatingProducerOptions options,
-                                       std::function<uint64_t()> consumed, const Clock& clock) {
-  if (options.bootstrap.empty()) bad_option("producer: bootstrap: must not be empty");
-  if (options.topic.empty()) bad_option("producer: topic: must not be empty");
-  if (!consumed) bad_option("producer: consumed: a callback is required");
-  if (options.min_backlog < 1) bad_option("producer: min_backlog: must be >= 1");
-  if (options.max_backlog < options.min_backlog) {
-    bad_option("producer: max_backlog: must be >= min_backlog");
-  }
-  if (!(options.lead_seconds >= 0)) bad_option("producer: lead_seconds: must be >= 0");
-  impl_ = std::make_unique<Impl>(std::move(options), std::move(consumed), clock);
-  impl_->create();
-}
-
-SaturatingProducer::~SaturatingProducer() {
-  stop();
-}
-
-void SaturatingProducer::start() {
-  if (thread_.joinable() || impl_->stopped) throw std::logic_error("producer: start() twice");
-  thread_ = std::thread([this] { impl_->loop(); });
-}
-
-void SaturatingProducer::stop(double flush_timeout_seconds) {
-  if (impl_->stopped) return;
-  impl_->stopped = true;
-  impl_->stop_requested.store(true);
-  if (thread_.joinable()) thread_.join();
-  rd_kafka_t* producer = impl_->kafka->handle();
-  rd_kafka_flush(producer, static_cast<int>(std::max(0.0, flush_timeout_seconds) * 1000));
-  const int left = rd_kafka_outq_len(producer);
-  if (left > 0) {
-    spdlog::warn("calibration producer: {} messages without delivery report after {} s", left,
-                 flush_timeout_seconds);
-  }
-}
-
-SaturatingProducerStats SaturatingProducer::stats() const {
-  return {impl_->produced.load(std::memory_order_relaxed),
-          impl_->delivered.load(std::memory_order_relaxed),
-          impl_->failed.load(std::memory_order_relaxed)};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,12 +196,11 @@ CalibrationResult Calibrator::run() {
       progress_(p);
     }
     if (clock_.now() - wait_start > options_.ready_timeout_seconds) {
-      throw std::runtime_error(ready
-                                   ? "calibration: the topic stayed empty for " +
-                                         printf_text("%g", options_.ready_timeout_seconds) +
-                                         " s (no backlog to measure: is the producer running?)"
-                                   : "calibration: the consumer got no partitions within " +
-                                         printf_text("%g", options_.ready_timeout_seconds) + " s");
+      throw std::runtime_error(ready ? "calibration: the topic stayed empty for " +
+                                           text::num(options_.ready_timeout_seconds) +
+                                           " s (no backlog to measure: is the producer running?)"
+                                     : "calibration: the consumer got no partitions within " +
+                                           text::num(options_.ready_timeout_seconds) + " s");
     }
     if (wait(options_.sample_seconds)) {
       CalibrationResult partial = summarize({}, {}, options_);
@@ -537,7 +374,7 @@ CalibrationResult Calibrator::summarize(std::vector<CalibrationStep> steps,
           " reads); the throughput is under-reported: the producer could not keep up");
     } else if (s.starved) {
       r.warnings.push_back(
-          std::to_string(s.workers) + " workers: only " + printf_text("%.1f", s.busy_mean) +
+          std::to_string(s.workers) + " workers: only " + text::fixed(s.busy_mean, 1) +
           " busy on average although lag stayed above 0: fetching, dispatch or ordering lanes "
           "(too few keys?) limit this consumer before its workers do");
     }

@@ -1,0 +1,54 @@
+#pragma once
+// The fluid model of the lag that the oracle optimizes and evaluates: arrivals as pieces of
+// constant rate, workers as a constant capacity per tick, and the lag as
+// L -> max(0, L + (rate - capacity) * length) over each piece (no service-time noise, no queue).
+//
+// Internal to the oracle (sim/oracle.h is the interface). Thread-safety: pure functions.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sim/oracle.h"
+
+namespace lagpilot::sim::fluid {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Lag comparisons (messages): floating-point noise of the lag arithmetic is far below this.
+constexpr double kLagTol = 1e-6;
+
+// A stretch of constant arrival rate.
+struct Piece {
+  double length;
+  double rate;
+};
+
+// What a stretch of pieces does to the lag at a fixed capacity: L -> max(alpha, L + beta), L >= 0
+// (the composition of max(0, L + (rate - capacity) * length) over the pieces).
+struct LagMap {
+  double alpha = 0.0;
+  double beta = 0.0;
+  double apply(double lag) const { return std::max(alpha, lag + beta); }
+};
+
+// The pieces of [t0, t1), cut at trace-bin boundaries (rate 0 past the trace's end); adjacent
+// pieces of equal rate are merged.
+void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& out);
+
+LagMap lag_map(const std::vector<Piece>& pieces, double capacity);
+
+double max_rate_of(const std::vector<Piece>& pieces);
+
+int64_t tick_count(const Trace& trace, double tick);
+
+void check_trace(const Trace& trace, const char* who);
+
+void check_config(const SimConfig& c, const char* who);
+
+// Simulates the worker stack and the fluid lag; fills `run` (KPIs, and when given series and
+// decisions as `config` asks) and returns the per-tick lag.
+FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vector<int>& workers,
+                   RunResult* run, const std::string& policy_name);
+
+}  // namespace lagpilot::sim::fluid

@@ -1,0 +1,565 @@
+#include "sim/oracle_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "sim/fluid_lag.h"
+
+namespace lagpilot::sim::fluid {
+namespace {
+
+constexpr int64_t kInfCost = std::numeric_limits<int64_t>::max() / 4;
+
+// ---------------------------------------------------------------------------------------------
+// Step functions of the lag.
+
+// A non-decreasing, integer-valued function of the lag L (the cost to go), stored by its level
+// sets: f(L) <= base + k  iff  L <= thr[k]. thr is non-decreasing; thr.back() is +infinity when f
+// is finite up to the top of the domain, else f is infinite (infeasible) above it. Only the
+// domain [lo, hi] of the time point matters: levels whose set ends below lo are dropped (base is
+// the value at lo) and the first level that reaches hi ends the list (as +infinity).
+struct StepFn {
+  int64_t base = kInfCost;
+  std::vector<double> thr;
+
+  bool feasible() const { return base < kInfCost; }
+  void set_infeasible() {
+    base = kInfCost;
+    thr.clear();
+  }
+  void set_zero() {
+    base = 0;
+    thr.assign(1, kInf);
+  }
+  int64_t eval(double lag) const {
+    if (!feasible()) return kInfCost;
+    const auto it = std::lower_bound(thr.begin(), thr.end(), lag - kLagTol);
+    if (it == thr.end()) return kInfCost;
+    return base + (it - thr.begin());
+  }
+};
+
+// out(L) = add + f(m(L)) where m(L) <= cap, else infinity; normalized to the domain [lo, hi].
+void transform(const StepFn& f, const LagMap& m, double cap, int64_t add, double lo, double hi,
+               StepFn& out) {
+  if (!f.feasible()) {
+    out.set_infeasible();
+    return;
+  }
+  const std::size_t n = f.thr.size();
+  const double* in = f.thr.data();
+  // m(L) <= y  iff  alpha <= y and L <= y - beta, with y = min(thr, cap). Levels whose set lies
+  // below the domain (or is empty: y < alpha) come first; skip them.
+  std::size_t k = 0;
+  for (; k < n; ++k) {
+    const double y = std::min(in[k], cap);
+    if (y + kLagTol >= m.alpha && y - m.beta >= lo - kLagTol) break;
+  }
+  if (k == n) {
+    out.set_infeasible();
+    return;
+  }
+  out.base = f.base + add + static_cast<int64_t>(k);
+  out.thr.resize(n - k);
+  double* o = out.thr.data();
+  std::size_t len = 0;
+  for (; k < n; ++k) {
+    const double y = std::min(in[k], cap);
+    const double x = y - m.beta;
+    if (x >= hi) {
+      o[len++] = kInf;
+      break;
+    }
+    o[len++] = x;
+    if (y == cap) break;  // every further level has the same set (cut at the cap)
+  }
+  out.thr.resize(len);
+}
+
+// dst (levels from base db) = pointwise max of the level sets with src (from base sb >= db), in
+// place: the level sets of min(f, g). Beyond the end of a list its last threshold holds.
+void merge_above(std::vector<double>& dst, int64_t db, const std::vector<double>& src, int64_t sb) {
+  const std::size_t nd = dst.size(), ns = src.size();
+  const auto off = static_cast<std::size_t>(sb - db);
+  const double dlast = dst.back(), slast = src.back();
+  if (dlast == kInf && off + 1 >= nd) return;  // dst covers the whole domain before src starts
+  // Where the result first reaches +infinity (each list is +infinity at most at its end).
+  std::size_t cut = std::numeric_limits<std::size_t>::max();
+  if (dlast == kInf) cut = nd;
+  if (slast == kInf) cut = std::min(cut, off + ns);
+  const std::size_t end = std::min(cut, std::max(nd, off + ns));
+  const std::size_t common = std::min(nd, end);
+  dst.resize(end, dlast);  // levels past dst's end: dst's last threshold
+  double* d = dst.data();
+  const double* sp = src.data();
+  // Levels [off, common): both lists.
+  if (off < common) {
+    const std::size_t both = std::min(common, off + ns);
+    for (std::size_t i = off; i < both; ++i) d[i] = std::max(d[i], sp[i - off]);
+    for (std::size_t i = both; i < common; ++i) d[i] = std::max(d[i], slast);
+  }
+  // Levels [max(common, off), end): src's thresholds against dst's last one.
+  for (std::size_t i = std::max(common, off); i < end; ++i) {
+    d[i] = std::max(dlast, i - off < ns ? sp[i - off] : slast);
+  }
+  // Trailing repeats of a finite last threshold say nothing more than "no level reaches beyond
+  // it" (what the end of the list says): drop them.
+  std::size_t len = dst.size();
+  while (len >= 2 && d[len - 2] == d[len - 1]) --len;
+  dst.resize(len);
+}
+
+// acc = min(acc, g + add), pointwise. `scratch` is reused memory.
+void min_into(StepFn& acc, const StepFn& g, int64_t add, std::vector<double>& scratch) {
+  if (!g.feasible()) return;
+  const int64_t gb = g.base + add;
+  if (!acc.feasible()) {
+    acc.base = gb;
+    acc.thr.assign(g.thr.begin(), g.thr.end());
+    return;
+  }
+  if (gb >= acc.base) {
+    merge_above(acc.thr, acc.base, g.thr, gb);
+  } else {
+    scratch.assign(g.thr.begin(), g.thr.end());
+    merge_above(scratch, gb, acc.thr, acc.base);
+    acc.thr.swap(scratch);
+    acc.base = gb;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reformulated problem (see the header): productive counts p per tick, warm-up as a cost.
+//
+// Ticks are numbered j = 1 .. K here (tick j = [(j-1) T, j T)); the state at t_j = j T is the
+// productive count q at the end of tick j and the lag L. Within tick j the productive count is
+// p^a in [t_{j-1}, t_{j-1} + f T) (after removals at t_{j-1}) and p^b in the rest (after
+// additions); with f = 0 the first part is empty. Cost of tick j: p^b + m (p^b - p^a).
+class OracleSolver {
+ public:
+  OracleSolver(const Trace& trace, const SimConfig& config, const GuardConfig& guards,
+               const OracleOptions& options)
+      : trace_(trace), options_(options) {
+    check_trace(trace, "oracle");
+    check_config(config, "oracle");
+    if (guards.min_workers < 0 || guards.max_workers < 1 ||
+        guards.min_workers > guards.max_workers) {
+      throw std::invalid_argument(
+          "oracle: guards need 0 <= min_workers <= max_workers, >= 1; got [" +
+          std::to_string(guards.min_workers) + ", " + std::to_string(guards.max_workers) + "]");
+    }
+    if (options.checkpoint_ticks < 1) {
+      throw std::invalid_argument("oracle: checkpoint_ticks must be >= 1");
+    }
+    tick_ = config.tick_seconds;
+    ticks_ = tick_count(trace, tick_);
+    slo_ = static_cast<double>(config.lag_slo);
+    const double w = config.model.warmup_seconds / tick_;
+    double whole = std::floor(w + 1e-9);
+    double frac = w - whole;
+    if (frac < 1e-9) frac = 0.0;
+    if (whole > 1e8) throw std::invalid_argument("oracle: warm-up longer than 1e8 ticks");
+    m_ = static_cast<int>(whole);
+    f_ = frac;
+    split_ = f_ > 0.0;
+    j0_ = static_cast<int64_t>(m_) + 2;
+    initial_ = config.initial_workers;
+    min_ = guards.min_workers;
+    max_ = guards.max_workers;
+    pmax_ = std::max(initial_, max_);
+    capacity_.resize(static_cast<std::size_t>(pmax_) + 1);
+    for (int p = 0; p <= pmax_; ++p) capacity_[p] = config.model.capacity(p);
+    best_ = min_;
+    for (int p = min_ + 1; p <= max_; ++p) {
+      if (capacity_[p] > capacity_[best_]) best_ = p;
+    }
+    for (int p = std::min(initial_, min_); p < best_; ++p) {
+      if (capacity_[p + 1] < capacity_[p]) {
+        throw std::invalid_argument(
+            "oracle: capacity falls from " + std::to_string(p) + " to " + std::to_string(p + 1) +
+            " workers, below the best count " + std::to_string(best_) +
+            " (min_workers past the USL peak?); the oracle needs capacity non-decreasing up to it");
+      }
+    }
+  }
+
+  OracleResult solve();
+
+ private:
+  struct Ranges {
+    int a_lo, a_hi;  // productive counts allowed after the removals at the tick's start
+    int b_lo, b_hi;  // ... and after the additions (the state at the tick's end)
+    bool grow;       // additions allowed in this tick
+  };
+
+  // Tick 0 stands for the start state (q = initial_workers).
+  Ranges ranges(int64_t j) const {
+    if (j <= 1) return {initial_, initial_, initial_, initial_, false};
+    if (j < j0_) {
+      if (initial_ < min_) return {initial_, initial_, initial_, initial_, false};
+      const int top = std::min(initial_, best_);
+      return {min_, top, min_, top, false};
+    }
+    if (j == j0_ && initial_ < min_) return {initial_, initial_, min_, best_, true};
+    return {min_, best_, min_, best_, true};
+  }
+
+  // Loads the arrival pieces of tick j into a_pieces_ and b_pieces_.
+  void load_tick(int64_t j) {
+    const double t0 = static_cast<double>(j - 1) * tick_;
+    const double t1 = static_cast<double>(j) * tick_;
+    if (split_) {
+      const double tm = t0 + f_ * tick_;
+      trace_pieces(trace_, t0, tm, a_pieces_);
+      trace_pieces(trace_, tm, t1, b_pieces_);
+    } else {
+      a_pieces_.clear();
+      trace_pieces(trace_, t0, t1, b_pieces_);
+    }
+  }
+  LagMap map_a(int p) const { return lag_map(a_pieces_, capacity_[p]); }
+  LagMap map_b(int p) const { return lag_map(b_pieces_, capacity_[p]); }
+  // Lag at the end of the loaded tick from `lag` at its start, with p^a = r and p^b = p.
+  double advance(double lag, int r, int p) const {
+    return map_b(p).apply(split_ ? map_a(r).apply(lag) : lag);
+  }
+  double slo_of(int64_t j) const { return unavoidable_[j] ? kInf : slo_; }
+
+  void find_unavoidable_and_calm();
+  void solve_segment(int64_t s, int64_t e, int q0);
+  // Value-function sets V (one StepFn per productive count) live in pool_, named by index.
+  void backward_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
+                     double lo, double hi);
+  template <typename Visit>
+  void backward_range(int64_t s, int64_t top, int top_set, int64_t bottom, int first_slot,
+                      bool keep, Visit&& visit);
+  void forward(int64_t from, int64_t to, const std::vector<int>& sets, int64_t sets_first);
+  std::vector<StepFn>& slot(int id) {
+    if (static_cast<std::size_t>(id) >= pool_.size()) {
+      pool_.resize(static_cast<std::size_t>(id) + 1,
+                   std::vector<StepFn>(static_cast<std::size_t>(pmax_) + 1));
+    }
+    return pool_[static_cast<std::size_t>(id)];
+  }
+
+  const Trace& trace_;
+  OracleOptions options_;
+  double tick_ = 1.0;
+  int64_t ticks_ = 1;
+  double slo_ = 0.0;
+  int m_ = 0;
+  double f_ = 0.0;
+  bool split_ = false;
+  int64_t j0_ = 2;  // first tick in which added workers can be productive
+  int initial_ = 0, min_ = 0, max_ = 0, best_ = 0, pmax_ = 0;
+  std::vector<double> capacity_;
+
+  std::vector<uint8_t> unavoidable_;               // U, by tick (index 0 unused)
+  std::vector<std::pair<int64_t, int64_t>> calm_;  // [first, last] ticks at min_workers, lag 0
+  std::vector<int> productive_;                    // p^b by tick (index 0: initial)
+
+  // Per segment.
+  std::vector<double> lag_lo_, lag_hi_;  // bounds of any allowed lag at t_{s-1+i}
+  int q_ = 0;                            // forward pass state
+  double lag_ = 0;                       // forward pass state
+  int64_t path_cost_ = 0;
+  int64_t mismatches_ = 0;
+  int64_t dp_ticks_ = 0;
+  int segments_ = 0;
+  int64_t objective_ = 0;
+  int64_t level_sum_ = 0, level_count_ = 0, level_max_ = 0;
+
+  std::vector<std::vector<StepFn>> pool_;  // value-function sets
+  std::vector<int> block_sets_;            // pool_ index of V per time of a block (forward pass)
+
+  // Scratch.
+  std::vector<Piece> a_pieces_, b_pieces_;
+  std::vector<StepFn> g_, y_;
+  StepFn acc_;
+  std::vector<double> scratch_;
+};
+
+void OracleSolver::find_unavoidable_and_calm() {
+  unavoidable_.assign(static_cast<std::size_t>(ticks_) + 1, 0);
+  calm_.clear();
+  double best_lag = 0.0;  // with every worker the oracle may use: pointwise the smallest lag
+  int best_q = initial_;
+  double max_lag = 0.0;  // with the fewest workers, capped at the SLO: the largest allowed lag
+  bool in_run = false;
+  int64_t run_start = 0, drained_at = -1;
+  double drain_lag = 0.0;
+  const double calm_capacity = capacity_[min_];
+  auto close_run = [&](int64_t last, bool at_end) {
+    // Exchange argument (header): an optimal schedule sits at min_workers with lag 0 on
+    // [drained_at, last - 1] (on [drained_at, last] at the trace's end), provided the run is
+    // long enough to pay the re-warm-up (last - run_start >= m).
+    if (drained_at < 0) return;
+    if (at_end) {
+      calm_.emplace_back(drained_at, last);
+    } else if (last - run_start >= m_ && drained_at <= last - 1) {
+      calm_.emplace_back(drained_at, last - 1);
+    }
+  };
+  for (int64_t j = 1; j <= ticks_; ++j) {
+    load_tick(j);
+    const Ranges r = ranges(j);
+    const int pb = r.grow ? r.b_hi : std::min(best_q, r.b_hi);
+    best_lag = advance(best_lag, std::min(best_q, pb), pb);
+    best_q = pb;
+    unavoidable_[j] = best_lag > slo_ + kLagTol ? 1 : 0;
+    const double before = max_lag;
+    max_lag = std::min(slo_of(j), advance(max_lag, r.a_lo, r.b_lo));
+    if (!options_.split_at_calm) continue;
+    const bool calm = j >= j0_ + 1 && !unavoidable_[j] && max_rate_of(a_pieces_) <= calm_capacity &&
+                      max_rate_of(b_pieces_) <= calm_capacity;
+    if (calm) {
+      if (!in_run && !unavoidable_[j - 1]) {
+        in_run = true;
+        run_start = j;
+        drained_at = -1;
+        drain_lag = before;
+      }
+      if (in_run) {
+        drain_lag = advance(drain_lag, min_, min_);
+        if (drained_at < 0 && drain_lag <= 0.0) drained_at = j;
+      }
+    } else if (in_run) {
+      close_run(j - 1, false);
+      in_run = false;
+    }
+  }
+  if (in_run) close_run(ticks_, true);
+}
+
+void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
+                                 std::vector<StepFn>& out, double lo, double hi) {
+  load_tick(j);
+  const Ranges r = ranges(j);
+  const Ranges prev = ranges(j - 1);
+  const double cap = slo_of(j);
+  // G_p: the tick's second part (or all of it) with p^b = p, plus the tick's charge p.
+  const double mid_lo = split_ ? 0.0 : lo;
+  const double mid_hi = split_ ? kInf : hi;
+  for (int p = r.b_lo; p <= r.b_hi; ++p) {
+    transform(next[p], map_b(p), cap, p, mid_lo, mid_hi, g_[p]);
+  }
+  // Additions: p^a = r may grow to any p >= r at m per worker (running minimum from the top).
+  if (r.grow) {
+    for (int p = r.b_hi - 1; p >= r.b_lo; --p) min_into(g_[p], g_[p + 1], m_, scratch_);
+  }
+  // Removals at the tick's start: from q to any p^a <= q, free (running minimum from the bottom).
+  acc_.set_infeasible();
+  int a = r.a_lo;
+  for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+    for (; a <= std::min(q, r.a_hi); ++a) {
+      // X_a = G_a, or G_{b_lo} plus the additions up to it when a lies below b_lo.
+      const int from = std::max(a, r.b_lo);
+      const int64_t add = static_cast<int64_t>(m_) * (from - a);
+      if (split_) {
+        transform(g_[from], map_a(a), kInf, add, lo, hi, y_[a]);
+        min_into(acc_, y_[a], 0, scratch_);
+      } else {
+        min_into(acc_, g_[from], add, scratch_);
+      }
+    }
+    out[q].base = acc_.base;
+    out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+    const auto levels = static_cast<int64_t>(acc_.thr.size());
+    level_sum_ += levels;
+    ++level_count_;
+    level_max_ = std::max(level_max_, levels);
+  }
+}
+
+// The backward recursion from V at relative index `top` (pool_[top_set]) down to index
+// `bottom`, calling visit(i, set) for i = top - 1 .. bottom. Computed sets go to pool slots from
+// `first_slot`: alternating between two when `keep` is false (only the latest is needed), else
+// one new slot each (the caller keeps them all).
+template <typename Visit>
+void OracleSolver::backward_range(int64_t s, int64_t top, int top_set, int64_t bottom,
+                                  int first_slot, bool keep, Visit&& visit) {
+  // Size pool_ up front: no reallocation while references into it are held below.
+  slot(keep ? first_slot + static_cast<int>(top - bottom) - 1 : first_slot + 1);
+  int next = top_set;
+  int writes = 0;
+  for (int64_t i = top - 1; i >= bottom; --i) {
+    const int id = keep ? first_slot + writes++ : first_slot + writes++ % 2;
+    backward_step(s + i, pool_[static_cast<std::size_t>(next)], pool_[static_cast<std::size_t>(id)],
+                  lag_lo_[static_cast<std::size_t>(i)], lag_hi_[static_cast<std::size_t>(i)]);
+    next = id;
+    visit(i, next);
+  }
+}
+
+void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& sets,
+                           int64_t sets_first) {
+  for (int64_t j = from; j <= to; ++j) {
+    load_tick(j);
+    const Ranges r = ranges(j);
+    const std::vector<StepFn>& next =
+        pool_[static_cast<std::size_t>(sets[static_cast<std::size_t>(j - sets_first)])];
+    const double cap = slo_of(j);
+    int64_t best = kInfCost;
+    int best_p = -1;
+    double best_lag = 0.0;
+    for (int p = r.b_lo; p <= r.b_hi; ++p) {
+      if (!r.grow && p > q_) continue;
+      const int a = std::min(q_, p);  // removing more than needed never helps (see header)
+      if (a < r.a_lo || a > r.a_hi) continue;
+      const double lag = advance(lag_, a, p);
+      if (lag > cap + kLagTol) continue;
+      const int64_t rest = next[p].eval(lag);
+      if (rest >= kInfCost) continue;
+      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a);
+      if (total < best || (total == best && std::abs(p - q_) < std::abs(best_p - q_))) {
+        best = total;
+        best_p = p;
+        best_lag = lag;
+      }
+    }
+    if (best_p < 0) {
+      throw std::logic_error("oracle: no feasible choice at tick " + std::to_string(j) + " (lag " +
+                             std::to_string(lag_) + ", productive " + std::to_string(q_) + ")");
+    }
+    path_cost_ += best_p + static_cast<int64_t>(m_) * (best_p - std::min(q_, best_p));
+    productive_[static_cast<std::size_t>(j)] = best_p;
+    q_ = best_p;
+    lag_ = best_lag;
+  }
+}
+
+void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
+  const int64_t n = e - s + 1;
+  ++segments_;
+  dp_ticks_ += n;
+  // Bounds of the lag of any allowed schedule: every worker it may use (lower) and the fewest,
+  // capped at the SLO (upper). Index i: the time t_{s-1+i}.
+  lag_lo_.assign(static_cast<std::size_t>(n) + 1, 0.0);
+  lag_hi_.assign(static_cast<std::size_t>(n) + 1, 0.0);
+  {
+    double lo = 0.0, hi = 0.0;
+    int q = q0;
+    for (int64_t j = s; j <= e; ++j) {
+      load_tick(j);
+      const Ranges r = ranges(j);
+      const int pb = r.grow ? r.b_hi : std::min(q, r.b_hi);
+      lo = advance(lo, std::min(q, pb), pb);
+      q = pb;
+      hi = std::min(slo_of(j), advance(hi, r.a_lo, r.b_lo));
+      if (lo > hi + kLagTol) {
+        throw std::logic_error("oracle: empty lag range at tick " + std::to_string(j));
+      }
+      lag_lo_[static_cast<std::size_t>(j - s + 1)] = lo;
+      lag_hi_[static_cast<std::size_t>(j - s + 1)] = std::max(lo, hi);
+    }
+  }
+  // Slot 0: the terminal set (zero cost to go), or a block's checkpoint.
+  {
+    std::vector<StepFn>& terminal = slot(0);
+    for (StepFn& f : terminal) f.set_infeasible();
+    const Ranges r = ranges(e);
+    for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[q].set_zero();
+  }
+  const int64_t every = options_.checkpoint_ticks;
+  int64_t expected = kInfCost;
+  q_ = q0;
+  lag_ = 0.0;
+  path_cost_ = 0;
+  auto value_at_start = [&](int set) { return pool_[static_cast<std::size_t>(set)][q0].eval(0.0); };
+  if (n <= every) {
+    // Keep every value function: block_sets_[i] = V at relative index i.
+    block_sets_.assign(static_cast<std::size_t>(n) + 1, 0);
+    backward_range(s, n, 0, 0, 1, true,
+                   [&](int64_t i, int set) { block_sets_[static_cast<std::size_t>(i)] = set; });
+    expected = value_at_start(block_sets_[0]);
+    forward(s, e, block_sets_, s - 1);
+  } else {
+    // Checkpoints at relative indices n, n - every, ... (> 0); the forward pass recomputes the
+    // value functions of one block at a time from its checkpoint.
+    std::vector<std::pair<int64_t, std::vector<StepFn>>> checkpoints;  // descending index
+    checkpoints.emplace_back(n, slot(0));
+    backward_range(s, n, 0, 0, 1, false, [&](int64_t i, int set) {
+      if (i > 0 && (n - i) % every == 0) {
+        checkpoints.emplace_back(i, pool_[static_cast<std::size_t>(set)]);
+      }
+      if (i == 0) expected = value_at_start(set);
+    });
+    int64_t lo_index = 0;
+    for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
+      const int64_t hi_index = it->first;
+      // block_sets_[k] = V at relative index lo_index + k, for k = 1 .. hi_index - lo_index.
+      block_sets_.assign(static_cast<std::size_t>(hi_index - lo_index) + 1, 0);
+      slot(0) = it->second;
+      backward_range(s, hi_index, 0, lo_index + 1, 1, true, [&](int64_t i, int set) {
+        block_sets_[static_cast<std::size_t>(i - lo_index)] = set;
+      });
+      forward(s + lo_index, s - 1 + hi_index, block_sets_, s - 1 + lo_index);
+      lo_index = hi_index;
+    }
+  }
+  if (expected >= kInfCost) {
+    throw std::logic_error("oracle: segment [" + std::to_string(s) + ", " + std::to_string(e) +
+                           "] infeasible (a bug: the unavoidable ticks make it feasible)");
+  }
+  objective_ += expected;
+  mismatches_ += std::abs(path_cost_ - expected);
+}
+
+OracleResult OracleSolver::solve() {
+  find_unavoidable_and_calm();
+  productive_.assign(static_cast<std::size_t>(ticks_) + 1, min_);
+  productive_[0] = initial_;
+  g_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  y_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  objective_ = 0;
+  int64_t next = 1;
+  auto busy = [&](int64_t s, int64_t e) {
+    if (s > e) return;
+    solve_segment(s, e, s == 1 ? initial_ : min_);
+  };
+  for (const auto& [first, last] : calm_) {
+    busy(next, first - 1);
+    objective_ += static_cast<int64_t>(min_) * (last - first + 1);
+    next = last + 1;
+  }
+  busy(next, ticks_);
+
+  OracleResult result;
+  result.warmup_ticks = m_;
+  result.warmup_fraction = f_;
+  result.best_workers = best_;
+  result.dp_ticks = dp_ticks_;
+  result.segments = segments_;
+  result.forward_mismatches = mismatches_;
+  result.bound_worker_ticks = objective_;
+  result.mean_levels = level_count_ > 0 ? double(level_sum_) / double(level_count_) : 0.0;
+  result.max_levels = level_max_;
+  for (int64_t j = 1; j <= ticks_; ++j) result.unavoidable_ticks += unavoidable_[j];
+
+  // Pool schedule: n_j = max(min_workers, p_j .. p_{j+m}) for j >= 2 (the workers warming for the
+  // next m ticks are in the pool), n_1 = initial. Sliding-window maximum, right to left.
+  result.workers.assign(static_cast<std::size_t>(ticks_), 0);
+  std::deque<int64_t> window;  // ticks with decreasing productive counts
+  for (int64_t j = ticks_; j >= 1; --j) {
+    while (!window.empty() && productive_[window.back()] <= productive_[j]) window.pop_back();
+    window.push_back(j);
+    while (window.front() > j + m_) window.pop_front();
+    const int n = j == 1 ? initial_ : std::max(min_, productive_[window.front()]);
+    result.workers[static_cast<std::size_t>(j - 1)] = n;
+  }
+  for (const int n : result.workers) result.worker_ticks += n;
+  return result;
+}
+
+}  // namespace
+
+OracleResult solve_schedule(const Trace& trace, const SimConfig& config, const GuardConfig& guards,
+                            const OracleOptions& options) {
+  return OracleSolver(trace, config, guards, options).solve();
+}
+
+}  // namespace lagpilot::sim::fluid
