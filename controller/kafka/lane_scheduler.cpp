@@ -4,15 +4,15 @@
 
 #include <algorithm>
 
+#include "controller/kafka/lane_staging.h"
 #include "policies/config_reader.h"
 
 namespace lagpilot {
 namespace {
 
-// One pool task runs at most this many messages of its lane, and stops after the message
-// that crosses kRunBudgetSeconds (by the injected clock); the rest runs in a new task at the
-// back of the pool queue, so that a long lane neither hogs a worker nor delays a shrink.
-constexpr std::size_t kMaxRunMessages = 512;
+// One pool task runs at most kMaxRunMessages (lane_staging.h) of its lane, and stops after
+// the message that crosses kRunBudgetSeconds (by the injected clock); the rest runs in a new task
+// at the back of the pool queue, so that a long lane neither hogs a worker nor delays a shrink.
 constexpr double kRunBudgetSeconds = 0.01;
 // Lanes queued by one dispatch share a pool task while their messages are expected (from the
 // mean handler time so far) to take less than this together: waking a worker costs more than
@@ -84,69 +84,6 @@ SteadyTime steady_after(double seconds) {
 std::string partition_name(const std::string& topic, int32_t partition) {
   return topic + "[" + std::to_string(partition) + "]";
 }
-
-// What one dispatch's messages will add to one lane (a group), staged by the poll thread
-// without the lock; `key` points into a record, which outlives the dispatch.
-struct StagedGroup {
-  PartitionPtr part;
-  std::string_view key;  // lane key (ordered groups)
-  bool ordered = false;  // false: an unordered chunk (a new lane)
-  MessageBatch batch;
-};
-
-// What one dispatch adds to one partition.
-struct StagedPartition {
-  PartitionPtr part;
-  std::vector<int64_t> offsets;  // accepted, in offset order (for the tracker)
-  int64_t next = -1;             // the tracker's next_offset() as it will be after `offsets`
-  uint64_t bytes = 0;            // keys + values accepted
-  uint64_t duplicates = 0;       // below next: delivered before
-  uint64_t refused = 0;          // arrived while paused
-  int64_t refused_from = -1;     // lowest offset refused
-  std::size_t open_chunk = 0;    // groups index + 1 of the chunk being filled; 0: none
-  std::unordered_map<std::string_view, std::size_t> key_groups;  // lane key -> groups index
-};
-
-struct LaneScheduler::Staging {
-  std::vector<StagedGroup> groups;  // [0, n_groups) in use
-  std::size_t n_groups = 0;
-  std::vector<StagedPartition> parts;  // [0, n_parts) in use
-  std::size_t n_parts = 0;
-  std::vector<std::shared_ptr<Lane>> to_queue;  // idle lanes that got messages
-
-  void reset() {
-    for (std::size_t i = 0; i < n_groups; ++i) {
-      groups[i].part.reset();
-      groups[i].batch.clear();
-    }
-    n_groups = 0;
-    for (std::size_t i = 0; i < n_parts; ++i) {
-      StagedPartition& p = parts[i];
-      p.part.reset();
-      p.offsets.clear();
-      p.bytes = p.duplicates = p.refused = 0;
-      p.refused_from = -1;
-      p.open_chunk = 0;
-      p.key_groups.clear();
-    }
-    n_parts = 0;
-  }
-  StagedPartition& add_partition(PartitionPtr part) {
-    if (n_parts == parts.size()) parts.emplace_back();
-    StagedPartition& p = parts[n_parts++];
-    p.next = part->tracker.next_offset();
-    p.part = std::move(part);
-    return p;
-  }
-  std::size_t add_group(const PartitionPtr& part, std::string_view key, bool ordered) {
-    if (n_groups == groups.size()) groups.emplace_back();
-    StagedGroup& g = groups[n_groups];
-    g.part = part;
-    g.key = key;
-    g.ordered = ordered;
-    return n_groups++;
-  }
-};
 
 LaneScheduler::LaneScheduler(WorkerPool& pool, MessageHandler handler, const Clock& clock,
                              Ordering ordering, int64_t resume_unfinished)
@@ -554,142 +491,4 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
   pool_.record_items(scratch.seconds, scratch.failures.size());
 }
 
-// -------------------------------------------------------------------------------------------
-// Poll thread: dispatch
-
-// Dispatch of one poll, in two steps so that the lock is held briefly:
-//  1. stage (poll thread, no lock): sorts the messages into groups, one per lane they go to,
-//     copying keys, values and headers into the groups' buffers; filters messages that are not
-//     ours, refused (paused) or duplicates, and finds gaps. It reads only state that the poll
-//     thread alone writes (the assignment, pause flags, the trackers' next offsets).
-//  2. dispatch_staged_locked (under mu): records the offsets in the trackers (in offset
-//     order), hands each group's buffers to its lane (a swap when the lane's inbox is empty),
-//     and queues each lane that was idle, once.
-void LaneScheduler::dispatch(std::span<const MessageRecord> records, std::vector<OffsetGap>& gaps) {
-  if (records.empty()) return;
-  stage(records, gaps);
-  std::lock_guard<std::mutex> lock(mu);
-  dispatch_staged_locked();
-}
-
-void LaneScheduler::stage(std::span<const MessageRecord> records, std::vector<OffsetGap>& gaps) {
-  Staging& st = *staging_;
-  st.reset();
-  // Chunks (unordered messages) are split so that every worker gets some.
-  const std::size_t workers = static_cast<std::size_t>(std::max(1, pool_.size()));
-  const std::size_t chunk_limit =
-      std::clamp<std::size_t>((records.size() + workers - 1) / workers, 1, kMaxRunMessages);
-  const char* last_topic = nullptr;  // the previous record's topic (pointer: same string)
-  int32_t last_partition = -1;
-  StagedPartition* sp = nullptr;
-  std::size_t last_group = 0;  // groups index + 1 of the previous message's group; 0: none
-  for (const MessageRecord& m : records) {
-    if (m.topic.data() != last_topic || m.partition != last_partition) {
-      last_topic = m.topic.data();
-      last_partition = m.partition;
-      last_group = 0;
-      sp = nullptr;
-      auto it = partitions.find({std::string(m.topic), m.partition});
-      if (it != partitions.end() && !it->second->revoked.load(std::memory_order_relaxed)) {
-        for (std::size_t i = 0; i < st.n_parts && sp == nullptr; ++i) {
-          if (st.parts[i].part == it->second) sp = &st.parts[i];
-        }
-        if (sp == nullptr) sp = &st.add_partition(it->second);
-      }
-    }
-    if (sp == nullptr) {
-      // Not ours (any more): not dispatched, not committed; the owner gets it.
-      spdlog::debug("kafka {}@{}: message for an unassigned partition ignored",
-                    partition_name(std::string(m.topic), m.partition), m.offset);
-      continue;
-    }
-    const PartitionState& part = *sp->part;
-    if (part.paused || refuse_all) {
-      // Paused (or not yet pausable, see FlowControl) but a message arrived: do not take it
-      // nor any later one of this partition; pause (again), and fetch again from the first
-      // refused offset when resuming (wake_fetchers seeks there).
-      ++sp->refused;
-      if (sp->refused_from < 0 || m.offset < sp->refused_from) sp->refused_from = m.offset;
-      continue;
-    }
-    if (sp->next >= 0 && m.offset < sp->next) {
-      ++sp->duplicates;
-      continue;
-    }
-    if (sp->next >= 0 && m.offset > sp->next)
-      gaps.push_back(OffsetGap{sp->part, sp->next, m.offset});
-    sp->next = m.offset + 1;
-    sp->offsets.push_back(m.offset);
-    sp->bytes += m.value.size() + m.key.size();
-
-    std::size_t g = 0;  // groups index + 1
-    if (ordering_ == Ordering::kPartition || (ordering_ == Ordering::kKey && m.has_key)) {
-      const std::string_view key = ordering_ == Ordering::kPartition ? std::string_view() : m.key;
-      if (last_group != 0 && st.groups[last_group - 1].ordered &&
-          st.groups[last_group - 1].key == key) {
-        g = last_group;
-      } else {
-        auto [it, added] = sp->key_groups.try_emplace(key, 0);
-        if (added) it->second = st.add_group(sp->part, key, true) + 1;
-        g = it->second;
-      }
-    } else {
-      if (sp->open_chunk == 0 || st.groups[sp->open_chunk - 1].batch.size() >= chunk_limit) {
-        sp->open_chunk = st.add_group(sp->part, std::string_view(), false) + 1;
-      }
-      g = sp->open_chunk;
-    }
-    last_group = g;
-    st.groups[g - 1].batch.append(m);
-  }
-}
-
-void LaneScheduler::dispatch_staged_locked() {
-  Staging& st = *staging_;
-  for (std::size_t i = 0; i < st.n_parts; ++i) {
-    StagedPartition& sp = st.parts[i];
-    PartitionState& part = *sp.part;
-    part.started = true;  // a message arrived: librdkafka has started its fetcher
-    if (sp.refused > 0) {
-      counters.refused_while_paused += sp.refused;
-      if (part.refetch_from < 0 || sp.refused_from < part.refetch_from) {
-        part.refetch_from = sp.refused_from;
-      }
-      part.repause = true;
-    }
-    counters.duplicates_skipped += sp.duplicates;
-    for (const int64_t offset : sp.offsets) part.tracker.dispatch(offset);
-    const auto n = static_cast<int64_t>(sp.offsets.size());
-    part.unfinished += n;
-    unfinished_count += n;
-    counters.consumed += static_cast<uint64_t>(n);
-    consumed_bytes += sp.bytes;
-  }
-  max_unfinished_seen = std::max(max_unfinished_seen, unfinished_count);
-  for (std::size_t i = 0; i < st.n_groups; ++i) {
-    StagedGroup& g = st.groups[i];
-    std::shared_ptr<Lane> lane;
-    if (g.ordered) {
-      auto it = g.part->lanes.find(g.key);
-      if (it == g.part->lanes.end()) {
-        auto created = std::make_shared<Lane>(g.part, std::string(g.key), true);
-        created->inbox = spare_batch_locked();
-        it = g.part->lanes.emplace(created->key, std::move(created)).first;
-      }
-      lane = it->second;
-    } else {
-      lane = std::make_shared<Lane>(g.part, std::string(), false);
-      lane->inbox = spare_batch_locked();
-    }
-    if (lane->inbox.empty()) {
-      lane->inbox.take(g.batch);  // g.batch keeps the inbox's old (empty) buffers
-    } else {
-      lane->inbox.append(g.batch);
-      g.batch.clear();
-    }
-    // A lane that was idle got messages; a queued or running lane picks them up itself.
-    if (lane->state == LaneState::kIdle) st.to_queue.push_back(std::move(lane));
-  }
-  queue_lanes_locked(st.to_queue);
-}
 }  // namespace lagpilot
