@@ -243,8 +243,8 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
   int64_t pending_lanes();  // takes mu
   SourceCounters counters_snapshot();
 
-  // Blocks while the pool or the unfinished count is behind, see FlowControl; `caught_up` is
-  // evaluated under mu. Waits in 1 ms slices until it holds or `deadline` passes, retrying the
+  // The flow control's backpressure grace (flow_control.cpp): `caught_up` is evaluated under
+  // mu. Waits in 1 ms slices until it holds or `deadline` passes, retrying the
   // pending buffer. Requires mu (held through `lock`).
   template <typename Pred>
   void wait_for_room_locked(std::unique_lock<std::mutex>& lock, SteadyTime deadline,
