@@ -12,9 +12,12 @@
 //
 // librdkafka 2.0 does not wake its fetcher on resume (fetching restarted up to 1 s late, which
 // capped throughput at a few thousand msg/s with a small queue), so each resume is followed by
-// an async seek to the resume position itself, which wakes it. Should a message still arrive
-// for a paused partition, it is not taken (LaneScheduler::dispatch refuses it): the partition is
-// paused again and the message fetched again on resume (refused_while_paused counts these).
+// an async seek to the resume position itself, which wakes it. Assignments carry explicit start
+// offsets (the committed offset, or the auto.offset.reset end) so that librdkafka starts the
+// fetchers before rd_kafka_assign returns: a pause issued while it starts them could be dropped
+// by librdkafka (racing partition ops). Should a message still arrive for a paused partition,
+// it is not taken (LaneScheduler::dispatch refuses it): the partition is paused again and the
+// message fetched again on resume (refused_while_paused counts these).
 #include <spdlog/spdlog.h>
 
 #include "controller/kafka/kafka_source_core.h"
@@ -57,8 +60,7 @@ void KafkaSource::Core::update_pause_state() {
     // barrier, so a pause issued while it is still starting a fetcher after an assignment
     // could be lost (and leak messages) or could cancel the start (a stall). A partition
     // not started yet that delivers while a pause is wanted has that message refused
-    // (LaneScheduler::dispatch) and is paused right after. (Assignments carry explicit start
-    // offsets so that librdkafka starts the fetchers before rd_kafka_assign returns.)
+    // (LaneScheduler::dispatch) and is paused right after.
     for (auto& [key, part] : s.partitions) {
       if (part->revoked || !part->started) continue;
       if (part->paused != want || (want && part->repause)) {

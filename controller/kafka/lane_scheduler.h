@@ -130,7 +130,7 @@ struct PartitionState {
   bool detached = false;  // removed from the assignment and from LaneScheduler::unfinished
 
   // ---- Consumer side (flow control, commits, retention, stats) ----
-  bool paused = false;        // the consumer paused it: dispatch refuses its messages
+  bool paused = false;        // rd_kafka_pause_partitions succeeded for it (dispatch refuses)
   bool started = false;       // a message arrived: librdkafka has started its fetcher
   bool repause = false;       // a message arrived although paused: pause again
   int64_t refetch_from = -1;  // lowest offset refused while paused, to fetch again

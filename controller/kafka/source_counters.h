@@ -11,6 +11,8 @@
 //              family list it next to each other, the first one carrying the family's help
 //   in_status  listed in the status JSON's "counters"
 //   help       what it counts (the metric's help text when it is the family's first entry)
+// (commits counts successful commit requests, commit_failures failed ones: one family, by
+// result.)
 //
 // Thread-safety: declarations only.
 
