@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
 
   // 1. kcat (plain librdkafka consumer) to /dev/null.
   double kcat_rate = 0, kcat_seconds = 0;
-  // Also kcat with lagpilot's prefetch default (queued.min.messages, see kafka_source.cpp), so
+  // Also kcat with lagpilot's prefetch default (queued.min.messages, see kafka_config.cpp), so
   // that the comparison does not rest on that setting alone.
   double kcat_tuned_rate = 0, kcat_tuned_seconds = 0;
   if (!skip_kcat) {

@@ -17,7 +17,6 @@ void quiet_log_cb(const rd_kafka_t* /*rk*/, int level, const char* facility, con
 void set_or_throw(rd_kafka_conf_t* conf, const char* name, const char* value) {
   char errstr[512];
   if (rd_kafka_conf_set(conf, name, value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(conf);
     throw std::runtime_error(std::string("embedded broker: config ") + name + "=" + value + ": " +
                              errstr);
   }
@@ -33,38 +32,32 @@ EmbeddedBroker::EmbeddedBroker(EmbeddedBrokerOptions options) : options_(std::mo
   // The cluster is created by the handle (test.mock.num.brokers) rather than with
   // rd_kafka_mock_cluster_new(): librdkafka 2.0's rd_kafka_mock_cluster_destroy() then takes
   // about 1 s to join its broker threads, while destroying the handle tears it down at once.
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  set_or_throw(conf, "test.mock.num.brokers", std::to_string(options_.brokers).c_str());
-  set_or_throw(conf, "log_level", "2");
-  set_or_throw(conf, "client.id", "lagpilot-embedded-broker");
-  rd_kafka_conf_set_log_cb(conf, quiet_log_cb);
+  RdKafkaConf conf{rd_kafka_conf_new()};
+  set_or_throw(conf.get(), "test.mock.num.brokers", std::to_string(options_.brokers).c_str());
+  set_or_throw(conf.get(), "log_level", "2");
+  set_or_throw(conf.get(), "client.id", "lagpilot-embedded-broker");
+  rd_kafka_conf_set_log_cb(conf.get(), quiet_log_cb);
   char errstr[512];
-  host_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (host_ == nullptr) {
-    rd_kafka_conf_destroy(conf);
+  // On failure host_ stays empty and the conf is still ours; on success the handle owns it.
+  host_.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr));
+  if (!host_) {
     throw std::runtime_error(std::string("embedded broker: cannot create the mock cluster: ") +
                              errstr);
   }
-  cluster_ = rd_kafka_handle_mock_cluster(host_);
+  (void)conf.release();
+  // Owned by host_ (destroying the handle takes the cluster with it; the destructor does not
+  // run for a throwing constructor, but the member host_ is destroyed).
+  cluster_ = rd_kafka_handle_mock_cluster(host_.get());
   if (cluster_ == nullptr) {
-    rd_kafka_destroy(host_);
-    host_ = nullptr;
     throw std::runtime_error("embedded broker: no mock cluster on the handle (" +
                              std::to_string(options_.brokers) + " brokers)");
   }
   bootstrap_ = rd_kafka_mock_cluster_bootstraps(cluster_);
-  try {
-    for (const auto& [name, partitions] : options_.topics) create_topic(name, partitions);
-  } catch (...) {
-    rd_kafka_destroy(host_);  // takes the cluster with it
-    throw;
-  }
+  for (const auto& [name, partitions] : options_.topics) create_topic(name, partitions);
   spdlog::debug("embedded broker: {} broker(s) at {}", options_.brokers, bootstrap_);
 }
 
-EmbeddedBroker::~EmbeddedBroker() {
-  if (host_ != nullptr) rd_kafka_destroy(host_);  // destroys the mock cluster too
-}
+EmbeddedBroker::~EmbeddedBroker() = default;  // host_ destroys the mock cluster too
 
 const std::string& EmbeddedBroker::bootstrap_servers() const {
   return bootstrap_;

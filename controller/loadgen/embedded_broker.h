@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "controller/kafka/rdkafka_handles.h"
+
 namespace lagpilot {
 
 struct EmbeddedBrokerOptions {
@@ -69,7 +71,7 @@ class EmbeddedBroker {
 
  private:
   EmbeddedBrokerOptions options_;
-  rd_kafka_t* host_ = nullptr;                  // handle the mock cluster lives in
+  RdKafka host_;                                // handle the mock cluster lives in
   rd_kafka_mock_cluster_t* cluster_ = nullptr;  // owned by host_
   std::string bootstrap_;
 };

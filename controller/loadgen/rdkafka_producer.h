@@ -18,6 +18,8 @@
 #include <map>
 #include <string>
 
+#include "controller/kafka/rdkafka_handles.h"
+
 namespace lagpilot {
 
 // Called once per message with its delivery report; `opaque` is RdKafkaProducerSettings::opaque.
@@ -55,13 +57,14 @@ class RdKafkaProducer {
   rd_kafka_resp_err_t produce(const std::string& value, uint64_t seq, uint64_t keys);
 
   // Serves delivery reports, waiting up to timeout_ms for one.
-  void poll(int timeout_ms) { rd_kafka_poll(producer_, timeout_ms); }
+  void poll(int timeout_ms) { rd_kafka_poll(producer_.get(), timeout_ms); }
 
-  rd_kafka_t* handle() const { return producer_; }
+  rd_kafka_t* handle() const { return producer_.get(); }
 
  private:
-  rd_kafka_t* producer_ = nullptr;
-  rd_kafka_topic_t* topic_ = nullptr;
+  // Declared in this order so that the topic handle is destroyed before the producer.
+  RdKafka producer_;
+  RdKafkaTopic topic_;
 };
 
 }  // namespace lagpilot

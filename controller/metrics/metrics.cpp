@@ -6,12 +6,15 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace lagpilot {
 namespace {
 
-// The one place where metric names and help texts live. The enum indexes the table.
+// The one place where metric names and help texts live (the source's counters are declared
+// with the source, in LAGPILOT_SOURCE_COUNTERS: see source_counter_families). The enum
+// indexes the table.
 enum MetricId {
   kPartitionLag,
   kTotalLag,
@@ -27,12 +30,6 @@ enum MetricId {
   kQueueDepth,
   kQueueCapacity,
   kUnfinished,
-  kConsumed,
-  kProcessed,
-  kFailed,
-  kLostToRetention,
-  kCommits,
-  kPauses,
   kScaleEvents,
   kOverrideActive,
   kTickDuration,
@@ -85,15 +82,6 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
     {"lagpilot_unfinished_messages",
      "Messages consumed but not finished (pool queue, running, ordering lanes, pending "
      "buffer)."},
-    {"lagpilot_messages_consumed_total", "Messages taken from Kafka and dispatched."},
-    {"lagpilot_messages_processed_total", "Messages whose handler returned."},
-    {"lagpilot_messages_failed_total",
-     "Messages whose handler threw (their offsets still complete: at-least-once)."},
-    {"lagpilot_messages_lost_to_retention_total",
-     "Records that expired (log retention) before this consumer group consumed them."},
-    {"lagpilot_offset_commits_total", "Offset commit requests, by result (success, failure)."},
-    {"lagpilot_partition_pauses_total",
-     "Times the assigned partitions were paused (backpressure or operator)."},
     {"lagpilot_scale_events_total",
      "Ticks whose decision changed the pool size, by direction (up, down) and source (policy, "
      "override)."},
@@ -144,6 +132,33 @@ prometheus::Gauge& gauge(prometheus::Registry& r, MetricId id) {
 
 prometheus::Counter& counter(prometheus::Registry& r, MetricId id) {
   return counter_family(r, id).Add({});
+}
+
+// A source counter's series: its family (created by the family's first entry in
+// kSourceCounterSpecs, which carries the help text) with its label, if any.
+prometheus::Counter& source_counter(prometheus::Registry& r, const SourceCounterSpec& spec) {
+  const SourceCounterSpec* first = &spec;
+  while (first != kSourceCounterSpecs && (first - 1)->metric != nullptr &&
+         std::string_view((first - 1)->metric) == spec.metric) {
+    --first;
+  }
+  auto& family = prometheus::BuildCounter().Name(spec.metric).Help(first->help).Register(r);
+  if (spec.label == nullptr) return family.Add({});
+  const std::string_view label(spec.label);
+  const std::size_t eq = label.find('=');
+  return family.Add({{std::string(label.substr(0, eq)), std::string(label.substr(eq + 1))}});
+}
+
+// The families of the exported source counters, in declaration order, once each.
+std::vector<std::string> source_counter_families() {
+  std::vector<std::string> names;
+  for (const SourceCounterSpec& spec : kSourceCounterSpecs) {
+    if (spec.metric == nullptr) continue;
+    if (std::find(names.begin(), names.end(), spec.metric) == names.end()) {
+      names.emplace_back(spec.metric);
+    }
+  }
+  return names;
 }
 
 }  // namespace
@@ -199,12 +214,6 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
       queue_depth_(gauge(*registry_, kQueueDepth)),
       queue_capacity_(gauge(*registry_, kQueueCapacity)),
       unfinished_(gauge(*registry_, kUnfinished)),
-      consumed_(counter(*registry_, kConsumed)),
-      processed_(counter(*registry_, kProcessed)),
-      failed_(counter(*registry_, kFailed)),
-      lost_to_retention_(counter(*registry_, kLostToRetention)),
-      commits_(counter_family(*registry_, kCommits)),
-      pauses_(counter(*registry_, kPauses)),
       scale_events_(counter_family(*registry_, kScaleEvents)),
       override_active_(gauge(*registry_, kOverrideActive)),
       process_latency_(prometheus::BuildHistogram()
@@ -227,8 +236,11 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
   // Series that exist from the start, so that dashboards and rate() see zeros, not gaps.
   const char* states[kWorkerStates] = {"current", "desired", "proposed", "busy", "min", "max"};
   for (int i = 0; i < kWorkerStates; ++i) worker_gauges_[i] = &workers_.Add({{"state", states[i]}});
-  commit_success_ = &commits_.Add({{"result", "success"}});
-  commit_failure_ = &commits_.Add({{"result", "failure"}});
+  for (std::size_t i = 0; i < kSourceCounters; ++i) {
+    if (kSourceCounterSpecs[i].metric != nullptr) {
+      source_counters_[i] = &source_counter(*registry_, kSourceCounterSpecs[i]);
+    }
+  }
   const char* directions[2] = {"up", "down"};
   const char* sources[2] = {"policy", "override"};
   for (int d = 0; d < 2; ++d) {
@@ -243,6 +255,7 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
 std::vector<std::string> RuntimeMetrics::metric_names() {
   std::vector<std::string> names;
   for (const MetricSpec& spec : kMetricSpecs) names.emplace_back(spec.name);
+  for (std::string& name : source_counter_families()) names.push_back(std::move(name));
   return names;
 }
 
@@ -269,9 +282,9 @@ void RuntimeMetrics::record_latency_histogram(const PoolWindow& window) {
   process_latency_.ObserveMultiple(increments, window.latency_sum);
 }
 
-void RuntimeMetrics::record_tick(const TickReport& report,
-                                 const GuardConfig& guards, bool override_active,
-                                 double tick_duration_seconds, double now_epoch_seconds) {
+void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& guards,
+                                 bool override_active, double tick_duration_seconds,
+                                 double now_epoch_seconds) {
   const Observation& o = report.observation;
   const Decision& d = report.decision;
   const SourceStats& s = report.source;
@@ -326,13 +339,11 @@ void RuntimeMetrics::record_tick(const TickReport& report,
   queue_capacity_.Set(static_cast<double>(o.queue_capacity));
   unfinished_.Set(static_cast<double>(s.unfinished));
 
-  add_delta(consumed_, s.consumed, last_consumed_);
-  add_delta(processed_, s.processed, last_processed_);
-  add_delta(failed_, s.failed, last_failed_);
-  add_delta(lost_to_retention_, s.lost_to_retention, last_lost_);
-  add_delta(*commit_success_, s.commits, last_commits_);
-  add_delta(*commit_failure_, s.commit_failures, last_commit_failures_);
-  add_delta(pauses_, s.pauses, last_pauses_);
+  for (std::size_t i = 0; i < kSourceCounters; ++i) {
+    if (source_counters_[i] != nullptr) {
+      add_delta(*source_counters_[i], s.*kSourceCounterSpecs[i].value, last_source_counters_[i]);
+    }
+  }
 
   if (d.workers != d.previous_workers) {
     const int direction = d.workers > d.previous_workers ? 0 : 1;  // up, down
@@ -383,18 +394,11 @@ void RuntimeMetrics::record_tick(const TickReport& report,
         {"rate_measured", capacity.rate_measured},
         {"needed_workers", capacity.needed_workers},
         {"catch_up_seconds", capacity_.catch_up_seconds()}}},
-      {"counters",
-       {{"consumed", s.consumed},
-        {"processed", s.processed},
-        {"failed", s.failed},
-        {"lost_to_retention", s.lost_to_retention},
-        {"commits", s.commits},
-        {"commit_failures", s.commit_failures},
-        {"dropped", s.dropped},
-        {"duplicates_skipped", s.duplicates_skipped},
-        {"pauses", s.pauses},
-        {"resumes", s.resumes}}},
   };
+  nlohmann::json& counters = status["counters"] = nlohmann::json::object();
+  for (const SourceCounterSpec& spec : kSourceCounterSpecs) {
+    if (spec.in_status) counters[spec.field] = s.*spec.value;
+  }
   std::lock_guard lock(status_mutex_);
   status_ = std::move(status);
 }

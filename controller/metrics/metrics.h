@@ -81,6 +81,7 @@
 #include <prometheus/registry.h>
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -156,8 +157,8 @@ class RuntimeMetrics {
   // Control thread, once per tick. `guards` is the controller's config now (bounds may have
   // changed through the API); `override_active` whether a pin is in force at this tick;
   // `tick_duration_seconds` the wall time the tick took; `now_epoch_seconds` Unix time.
-  void record_tick(const TickReport& report, const GuardConfig& guards,
-                   bool override_active, double tick_duration_seconds, double now_epoch_seconds);
+  void record_tick(const TickReport& report, const GuardConfig& guards, bool override_active,
+                   double tick_duration_seconds, double now_epoch_seconds);
 
   // The registry in Prometheus text format 0.0.4. Any thread.
   std::string render() const;
@@ -192,12 +193,6 @@ class RuntimeMetrics {
   prometheus::Gauge& queue_depth_;
   prometheus::Gauge& queue_capacity_;
   prometheus::Gauge& unfinished_;
-  prometheus::Counter& consumed_;
-  prometheus::Counter& processed_;
-  prometheus::Counter& failed_;
-  prometheus::Counter& lost_to_retention_;
-  prometheus::Family<prometheus::Counter>& commits_;
-  prometheus::Counter& pauses_;
   prometheus::Family<prometheus::Counter>& scale_events_;
   prometheus::Gauge& override_active_;
   prometheus::Histogram& process_latency_;
@@ -212,8 +207,9 @@ class RuntimeMetrics {
   // Series created at construction (Family::Add would allocate on every lookup).
   enum WorkerState { kCurrent, kDesired, kProposed, kBusy, kMin, kMax, kWorkerStates };
   prometheus::Gauge* worker_gauges_[kWorkerStates] = {};
-  prometheus::Counter* commit_success_ = nullptr;
-  prometheus::Counter* commit_failure_ = nullptr;
+  // The source's counters (kSourceCounterSpecs order; nullptr for those not exported).
+  static constexpr std::size_t kSourceCounters = std::size(kSourceCounterSpecs);
+  prometheus::Counter* source_counters_[kSourceCounters] = {};
   prometheus::Counter* scale_event_counters_[2][2] = {};  // [up, down][policy, override]
 
   // Control thread only (record_tick).
@@ -221,13 +217,7 @@ class RuntimeMetrics {
   std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> partition_gauges_;
   prometheus::Gauge* policy_info_gauge_ = nullptr;
   std::string policy_info_name_;
-  uint64_t last_consumed_ = 0;
-  uint64_t last_processed_ = 0;
-  uint64_t last_failed_ = 0;
-  uint64_t last_lost_ = 0;
-  uint64_t last_commits_ = 0;
-  uint64_t last_commit_failures_ = 0;
-  uint64_t last_pauses_ = 0;
+  uint64_t last_source_counters_[kSourceCounters] = {};  // cumulative values at the last tick
 
   mutable std::mutex status_mutex_;  // guards status_
   nlohmann::json status_ = nlohmann::json::object();

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "controller/kafka/rdkafka_handles.h"
+
 namespace lagpilot {
 namespace {
 
@@ -30,23 +32,13 @@ void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
   delete pending;
 }
 
-struct ConfDeleter {
-  void operator()(rd_kafka_conf_t* c) const { rd_kafka_conf_destroy(c); }
-};
-struct HeadersDeleter {
-  void operator()(rd_kafka_headers_t* h) const { rd_kafka_headers_destroy(h); }
-};
-
 }  // namespace
 
 struct DeadLetterProducer::Handle {
-  struct Deleter {
-    void operator()(rd_kafka_t* rk) const {
-      rd_kafka_flush(rk, 5000);
-      rd_kafka_destroy(rk);
-    }
-  };
-  std::unique_ptr<rd_kafka_t, Deleter> rk;
+  RdKafka rk;
+  ~Handle() {
+    if (rk) rd_kafka_flush(rk.get(), 5000);  // the last delivery reports, before the destroy
+  }
 };
 
 DeadLetterProducer::DeadLetterProducer(const std::string& bootstrap, std::string topic,
@@ -55,7 +47,7 @@ DeadLetterProducer::DeadLetterProducer(const std::string& bootstrap, std::string
     : handle_(std::make_unique<Handle>()),
       topic_(std::move(topic)),
       ack_timeout_seconds_(ack_timeout_seconds) {
-  std::unique_ptr<rd_kafka_conf_t, ConfDeleter> conf(rd_kafka_conf_new());
+  RdKafkaConf conf(rd_kafka_conf_new());
   char errstr[512];
   std::map<std::string, std::string> settings = {{"bootstrap.servers", bootstrap},
                                                  {"acks", "all"},
@@ -89,10 +81,11 @@ DeadLetterProducer::~DeadLetterProducer() {
 
 std::string DeadLetterProducer::send(const SourceMessage& m, const std::string& error, int attempts,
                                      int64_t first_failure_unix_ms) {
-  std::unique_ptr<rd_kafka_headers_t, HeadersDeleter> headers(rd_kafka_headers_new(8));
+  RdKafkaHeaders headers(rd_kafka_headers_new(8 + m.headers.size()));
   const auto add = [&](const char* name, const std::string& value) {
     rd_kafka_header_add(headers.get(), name, -1, value.data(), static_cast<ssize_t>(value.size()));
   };
+  for (const auto& [name, value] : m.headers) add(name.c_str(), value);  // the original ones first
   add("lagpilot-original-topic", m.topic);
   add("lagpilot-original-partition", std::to_string(m.partition));
   add("lagpilot-original-offset", std::to_string(m.offset));

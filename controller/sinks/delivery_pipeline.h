@@ -37,10 +37,11 @@
 
 namespace lagpilot {
 
-// Thrown out of the pipeline when it was stopped before the message finished.
-class DeliveryAbandoned : public std::runtime_error {
+// Thrown out of the pipeline when it was stopped before the message finished; the Kafka source
+// leaves such a message unfinished (MessageAbandoned).
+class DeliveryAbandoned : public MessageAbandoned {
  public:
-  using std::runtime_error::runtime_error;
+  using MessageAbandoned::MessageAbandoned;
 };
 
 // Produces a record to the dead-letter topic and waits for the broker's acknowledgement.

@@ -348,6 +348,7 @@ std::string exec_request_line(const SourceMessage& m) {
     j["value_encoding"] = "base64";
   }
   nlohmann::json headers = nlohmann::json::array();
+  for (const auto& [name, value] : m.headers) headers.push_back({name, value});
   j["headers"] = std::move(headers);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -28,6 +29,13 @@ bool sendable_header(std::string_view name, std::string_view value) {
     if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
   }
   return true;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace
@@ -135,7 +143,17 @@ Delivery HttpSink::deliver(const SourceMessage& m) {
     headers.emplace("ce-partitionkey", m.key);
   }
   for (const auto& [name, value] : config_.headers) headers.emplace(name, value);
+  // The record's headers as HTTP headers (those HTTP can carry: a token name, no control
+  // characters in the value); its content-type, if it has one, is the body's.
   std::string content_type = "application/octet-stream";
+  for (const auto& [name, value] : m.headers) {
+    if (!sendable_header(name, value)) continue;
+    if (iequals(name, "content-type")) {
+      content_type = value;
+    } else {
+      headers.emplace(name, value);
+    }
+  }
 
   std::unique_ptr<httplib::Client> client = take_client();
   httplib::Result res = client->Post(path_, headers, m.value, content_type);

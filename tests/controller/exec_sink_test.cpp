@@ -140,6 +140,10 @@ TEST(ExecSink, RequestLinesCarryTheRecordAndBase64ForBinary) {
   EXPECT_EQ(j["value"], "hello");
   EXPECT_EQ(j["timestamp"], 1000);
   EXPECT_FALSE(j.contains("value_encoding"));
+  EXPECT_EQ(j["headers"], nlohmann::json::array());
+  m.headers = {{"trace-id", "abc"}, {"trace-id", "def"}};
+  j = nlohmann::json::parse(exec_request_line(m));
+  EXPECT_EQ(j["headers"], nlohmann::json::parse(R"([["trace-id","abc"],["trace-id","def"]])"));
   m.value = std::string("\xff\x00\x01", 3);
   m.has_key = false;
   j = nlohmann::json::parse(exec_request_line(m));

@@ -96,6 +96,21 @@ TEST_F(HttpSinkTest, PostsACloudEventInBinaryMode) {
   EXPECT_EQ(last_.get_header_value("Content-Type"), "application/octet-stream");
 }
 
+TEST_F(HttpSinkTest, KafkaHeadersBecomeHttpHeadersAndContentTypeTheBodys) {
+  HttpSink sink(config());
+  SourceMessage m = message();
+  m.headers = {{"content-type", "application/json"},
+               {"trace-id", "abc123"},
+               {"bad name", "skipped"},
+               {"x-evil", "split\r\nInjected: yes"}};
+  ASSERT_EQ(sink.deliver(m).result, DeliveryResult::kDone);
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(last_.get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(last_.get_header_value("trace-id"), "abc123");
+  EXPECT_FALSE(last_.has_header("x-evil"));
+  EXPECT_FALSE(last_.has_header("Injected"));
+}
+
 TEST_F(HttpSinkTest, NullKeyAndNoTimestampLeaveTheirAttributesOut) {
   HttpSink sink(config());
   SourceMessage m = message();

@@ -21,6 +21,7 @@ SourceMessage failed_message() {
   m.key = "user-7";
   m.has_key = true;
   m.value = "payload";
+  m.headers = {{"trace-id", "abc"}};
   return m;
 }
 
@@ -32,6 +33,8 @@ TEST(DeadLetterProducer, KeepsTheRecordAndAddsWhereAndWhy) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].key, "user-7");
   EXPECT_EQ(records[0].value, "payload");
+  ASSERT_FALSE(records[0].headers.empty());
+  EXPECT_EQ(records[0].headers[0], std::make_pair(std::string("trace-id"), std::string("abc")));
   std::map<std::string, std::string> h(records[0].headers.begin(), records[0].headers.end());
   EXPECT_EQ(h["lagpilot-original-topic"], "events");
   EXPECT_EQ(h["lagpilot-original-partition"], "5");

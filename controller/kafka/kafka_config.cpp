@@ -1,0 +1,174 @@
+#include "controller/kafka/kafka_config.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "policies/config_reader.h"
+
+namespace lagpilot {
+namespace {
+
+constexpr int kQueuedMinMessages = 1'000'000;  // librdkafka default: see build_consumer_conf
+constexpr int64_t kFetchMaxBytesWarnAbove = 50LL * 1024 * 1024;  // librdkafka's default
+
+}  // namespace
+
+KafkaSourceConfig KafkaSourceConfig::from_json(const nlohmann::json& j, const std::string& path) {
+  KafkaSourceConfig c;
+  JsonObjectReader r(j, path);
+  r.read("bootstrap_servers", c.bootstrap_servers);
+  if (const nlohmann::json* topics = r.raw("topics")) {
+    const std::string tp = r.path_of("topics");
+    if (!topics->is_array() || topics->empty()) {
+      throw ConfigError(tp, "must be a non-empty array of topic names");
+    }
+    c.topics.clear();
+    for (std::size_t i = 0; i < topics->size(); ++i) {
+      const nlohmann::json& t = (*topics)[i];
+      if (!t.is_string() || t.get<std::string>().empty()) {
+        throw ConfigError(tp + "[" + std::to_string(i) + "]", "must be a non-empty string");
+      }
+      c.topics.push_back(t.get<std::string>());
+    }
+  }
+  r.read("group_id", c.group_id);
+  if (c.group_id.empty()) throw ConfigError(r.path_of("group_id"), "must not be empty");
+  if (const nlohmann::json* props = r.raw("properties")) {
+    const std::string pp = r.path_of("properties");
+    if (!props->is_object()) throw ConfigError(pp, "must be an object of librdkafka properties");
+    for (auto it = props->begin(); it != props->end(); ++it) {
+      const nlohmann::json& v = it.value();
+      std::string text;
+      if (v.is_string()) {
+        text = v.get<std::string>();
+      } else if (v.is_boolean()) {
+        text = v.get<bool>() ? "true" : "false";
+      } else if (v.is_number_integer()) {
+        text = v.dump();
+      } else if (v.is_number_float()) {
+        const double d = v.get<double>();
+        text = d == std::floor(d) && std::fabs(d) < 1e15 ? std::to_string(static_cast<int64_t>(d))
+                                                         : v.dump();
+      } else {
+        throw ConfigError(pp + "." + it.key(), "must be a string, number or boolean");
+      }
+      c.properties[it.key()] = text;
+    }
+  }
+  r.read_enum("ordering", c.ordering, {"key", "partition", "unordered"});
+  r.read("commit_interval_seconds", c.commit_interval_seconds, 0.001, 86400.0);
+  r.read("revoke_timeout_seconds", c.revoke_timeout_seconds, 0.0, 3600.0);
+  r.read("max_unfinished", c.max_unfinished, int64_t{0});
+  r.finish();
+  return c;
+}
+
+nlohmann::json KafkaSourceConfig::to_json() const {
+  nlohmann::json props = nlohmann::json::object();
+  for (const auto& [k, v] : properties) props[k] = v;
+  return nlohmann::json{{"bootstrap_servers", bootstrap_servers},
+                        {"topics", topics},
+                        {"group_id", group_id},
+                        {"properties", props},
+                        {"ordering", ordering},
+                        {"commit_interval_seconds", commit_interval_seconds},
+                        {"revoke_timeout_seconds", revoke_timeout_seconds},
+                        {"max_unfinished", max_unfinished}};
+}
+
+namespace {
+
+void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  // syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug.
+  if (level <= 3) {
+    spdlog::error("rdkafka [{}] {}", fac, buf);
+  } else if (level == 4) {
+    spdlog::warn("rdkafka [{}] {}", fac, buf);
+  } else if (level <= 6) {
+    spdlog::info("rdkafka [{}] {}", fac, buf);
+  } else {
+    spdlog::debug("rdkafka [{}] {}", fac, buf);
+  }
+}
+
+void conf_set(rd_kafka_conf_t* conf, const std::string& name, const std::string& value,
+              const std::string& path) {
+  char err[512];
+  if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+    throw ConfigError(path, err);
+  }
+}
+
+std::string conf_get(rd_kafka_conf_t* conf, const char* name) {
+  char buf[512];
+  size_t size = sizeof(buf);
+  if (rd_kafka_conf_get(conf, name, buf, &size) != RD_KAFKA_CONF_OK) return "";
+  return buf;
+}
+
+int64_t conf_get_int(rd_kafka_conf_t* conf, const char* name, int64_t fallback) {
+  const std::string s = conf_get(conf, name);
+  try {
+    return s.empty() ? fallback : std::stoll(s);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+ConsumerConf build_consumer_conf(const KafkaSourceConfig& cfg) {
+  ConsumerConf c;
+  c.conf.reset(rd_kafka_conf_new());
+  rd_kafka_conf_t* conf = c.conf.get();
+  if (!cfg.bootstrap_servers.empty()) {
+    conf_set(conf, "bootstrap.servers", cfg.bootstrap_servers, "kafka.bootstrap_servers");
+  }
+  conf_set(conf, "group.id", cfg.group_id, "kafka.group_id");
+  conf_set(conf, "client.id", "lagpilot", "kafka.properties.client.id");
+  conf_set(conf, "auto.offset.reset", "earliest", "kafka.properties.auto.offset.reset");
+  // librdkafka 2.0 stops fetching a partition for a fixed 1 s once the consumer's prefetch
+  // queue holds queued.min.messages (default 100000, counted over all partitions together) or
+  // queued.max.messages.kbytes (64 MB). With small messages the count binds long before the
+  // memory bound (100000 messages of 40 bytes are 4 MB), and a consumer that drains them in
+  // 0.1 s then idles for 0.9 s. Raised so that the byte bound governs (1M messages of 64 bytes).
+  conf_set(conf, "queued.min.messages", std::to_string(kQueuedMinMessages),
+           "kafka.properties.queued.min.messages");
+  for (const auto& [name, value] : cfg.properties) {
+    conf_set(conf, name, value, "kafka.properties." + name);
+  }
+  auto user_auto_commit = cfg.properties.find("enable.auto.commit");
+  if (user_auto_commit != cfg.properties.end() && user_auto_commit->second != "false") {
+    spdlog::warn(
+        "kafka.properties.enable.auto.commit=true ignored: lagpilot commits explicit "
+        "offsets of finished messages (at-least-once)");
+  }
+  conf_set(conf, "enable.auto.commit", "false", "kafka.properties.enable.auto.commit");
+  if (conf_get(conf, "bootstrap.servers").empty()) {
+    throw ConfigError("kafka.bootstrap_servers", "must be set (or properties.bootstrap.servers)");
+  }
+
+  c.fetch_max_bytes = conf_get_int(conf, "fetch.max.bytes", c.fetch_max_bytes);
+  c.max_partition_fetch_bytes =
+      conf_get_int(conf, "max.partition.fetch.bytes", c.max_partition_fetch_bytes);
+  c.max_poll_interval_seconds =
+      static_cast<double>(conf_get_int(conf, "max.poll.interval.ms", 300000)) / 1000.0;
+  if (c.fetch_max_bytes > kFetchMaxBytesWarnAbove) {
+    spdlog::warn(
+        "kafka: fetch.max.bytes is {} (above 50 MB): one fetch may hold more than the "
+        "pool can queue, and pausing discards prefetched data",
+        c.fetch_max_bytes);
+  }
+  if (cfg.revoke_timeout_seconds >= c.max_poll_interval_seconds) {
+    spdlog::warn(
+        "kafka: revoke_timeout_seconds ({}) is not below max.poll.interval.ms ({} ms): a "
+        "slow revocation could get this consumer kicked out of the group",
+        cfg.revoke_timeout_seconds, c.max_poll_interval_seconds * 1000);
+  }
+  rd_kafka_conf_set_log_cb(conf, &log_cb);
+  return c;
+}
+
+}  // namespace lagpilot

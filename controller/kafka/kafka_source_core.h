@@ -1,0 +1,112 @@
+#pragma once
+// KafkaSource's internals (not installed API): the librdkafka-facing part of the source. It owns
+// the consumer handle and a LaneScheduler (lane_scheduler.h), to which it hands each poll's
+// messages as plain records. Its member functions live with the responsibility they serve:
+//   poll_loop.cpp     the poll loop, message conversion, consumer events, runtime checks, stop
+//   flow_control.cpp  backpressure and operator pauses, the backpressure grace, wake_fetchers
+//   commits.cpp       async/sync commits of the done prefix, commit results
+//   rebalance.cpp     assign/revoke callbacks, reading the committed offsets
+//   retention.cpp     offset gaps checked against the log start (records lost to retention)
+//   source_stats.cpp  stats(): watermarks and lag per partition
+//
+// Threads and locks.
+//  * Control thread: constructor, start(), stats(), stop(); pause/resume and joined() from any
+//    thread.
+//  * Poll thread (started by start()): librdkafka polling, the rebalance and offset-commit
+//    callbacks, dispatch, pause/resume of partitions, periodic commits.
+//  * Pool workers: the scheduler's lane runs.
+//  * sched->mu guards all dispatch state and every PartitionState field, including the ones
+//    this side keeps there (pause flags, committed offset, watermarks), and the counters. It is
+//    never held across a librdkafka call that can block.
+//  * Atomics: operator_paused / stop_requested (set by the control thread, read by the poll
+//    thread), assigned (written by the poll thread, read by joined()).
+
+#include <librdkafka/rdkafka.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "controller/kafka/kafka_source.h"
+#include "controller/kafka/lane_scheduler.h"
+#include "controller/kafka/rdkafka_handles.h"
+
+namespace lagpilot {
+
+constexpr int kIdlePollMs = 50;           // consumer_poll timeout when nothing waits
+constexpr int kRefreshQueryMaxMs = 1000;  // one watermark query at most
+constexpr int kCommittedQueryMs = 3000;   // reading the committed offsets after an assign
+
+struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
+  Core(KafkaSourceConfig c, ConsumerConf cc, WorkerPool& p, MessageHandler h, const Clock& cl);
+
+  // ---- Immutable after construction / start() ----
+  KafkaSourceConfig config;
+  WorkerPool& pool;
+  const Clock& clock;
+  RdKafkaConf conf;  // owned until start() hands it to rd_kafka_new
+  // start() creates it, KafkaSource::stop() destroys it; reset under sched->mu (stats() reads
+  // it there).
+  RdKafka rk;
+  int64_t max_unfinished = 0;
+  int64_t resume_unfinished = 0;
+  double max_poll_interval_seconds = 300.0;
+  int64_t fetch_max_bytes = 52428800;
+  int64_t max_partition_fetch_bytes = 1048576;
+  std::shared_ptr<LaneScheduler> sched;  // pool tasks hold it too
+
+  // ---- Atomics (control thread writes, poll thread reads) ----
+  std::atomic<bool> operator_paused{false};  // atomic: set by any thread, read by the poll loop
+  std::atomic<bool> stop_requested{false};   // atomic: set by stop(), read by the poll loop
+  std::atomic<int> assigned{0};              // atomic: written by the poll thread, read anywhere
+  SteadyTime stop_deadline{};                // written before stop_requested (release)
+
+  // ---- Poll thread only ----
+  std::vector<PartitionPtr> awaiting_committed;  // assigned, offsets unread
+  bool backpressure_paused = false;
+  bool streaming = false;  // the last poll took a run of messages (see poll_batch)
+  bool warned_handler_time = false;
+  bool warned_queue_capacity = false;
+  uint64_t error_events = 0;
+  std::vector<MessageRecord> records;                     // one poll's messages, as records
+  std::vector<MessageHeaderView> header_views;            // their headers (records point into it)
+  std::vector<std::array<std::size_t, 3>> header_ranges;  // (record, first header, count)
+
+  // poll_loop.cpp
+  void poll_loop();
+  void poll_batch(int timeout_ms, std::size_t limit, std::vector<RdKafkaMessage>& batch);
+  void to_records(const std::vector<RdKafkaMessage>& batch);
+  void handle_event(const rd_kafka_message_t* m);
+  void runtime_checks();
+  void shutdown_drain();
+
+  // flow_control.cpp
+  void update_pause_state();
+  bool want_paused() const;
+  void set_paused(const std::vector<PartitionPtr>& parts, bool pause);
+  void wake_fetchers(const std::vector<PartitionPtr>& parts);
+  void await_room_locked(std::unique_lock<std::mutex>& lock);
+
+  // commits.cpp
+  RdKafkaPartitionList commit_list_locked(const std::vector<PartitionPtr>& parts);
+  void commit_async();
+  void commit_sync(const std::vector<PartitionPtr>& parts);
+  void on_commit_result(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets);
+  static void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t* offsets, void* opaque);
+
+  // rebalance.cpp
+  static void rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t* parts, void* opaque);
+  void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
+  void on_assign(rd_kafka_topic_partition_list_t* parts, bool cooperative);
+  void resolve_committed();
+  void on_revoke(rd_kafka_topic_partition_list_t* parts, bool cooperative, bool lost);
+
+  // retention.cpp
+  void check_gap(const OffsetGap& g);
+  void count_out_of_range(const rd_kafka_message_t* m, const std::string& where);
+};
+
+}  // namespace lagpilot
