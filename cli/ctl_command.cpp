@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "cli/config.h"
 #include "controller/api/bearer_token.h"
-#include "cli/commands.h"
 
 // clang-format off: keep it last (see above).
 #include <httplib.h>
@@ -417,6 +417,16 @@ void print_status(const nlohmann::json& s, const std::string& url) {
     paused += "; partitions paused: " + list;
   }
   row("paused", paused);
+  const nlohmann::json* deliveries = lookup(s, {"runtime", "deliveries"});
+  if (deliveries && deliveries->is_object()) {
+    const auto n = [&](const char* key) { return number(lookup(*deliveries, {key})); };
+    std::string line = "ok " + n("ok") + ", retried " + n("retry") + ", dead-lettered " +
+                       n("dead_letter") + ", dropped " + n("dropped") + "; pushbacks " +
+                       n("pushbacks") + "; in retry now " + n("in_retry");
+    const double oldest = number_or_nan(lookup(*deliveries, {"oldest_retry_seconds"}));
+    if (oldest > 0) line += " (oldest failing for " + format_duration(oldest) + ")";
+    row("delivery", line);
+  }
   const nlohmann::json* pin = lookup(s, {"override"});
   if (pin && pin->is_object()) {
     const std::string reason = text(lookup(*pin, {"reason"}));

@@ -11,6 +11,7 @@
 #include "controller/loadgen/ledger.h"
 #include "controller/loadgen/message_codec.h"
 #include "controller/loadgen/synthetic_handler.h"
+#include "controller/metrics/delivery_metrics.h"
 #include "controller/metrics/metrics.h"
 #include "controller/sinks/dead_letter_producer.h"
 #include "controller/sinks/delivery_pipeline.h"
@@ -47,6 +48,7 @@ struct Service::Parts {
   std::unique_ptr<EmbeddedBroker> broker;
   std::unique_ptr<ConsumerRuntime> runtime;
   std::unique_ptr<RuntimeMetrics> metrics;
+  std::unique_ptr<DeliveryMetrics> delivery_metrics;  // in the same registry
   std::unique_ptr<ApiContext> api_context;
   std::unique_ptr<HttpApi> api;
 };
@@ -160,9 +162,8 @@ void Service::start() {
                                                 p.handler, p.clock);
   // Only a sink that can push back (http, exec) feeds the sink_pushback guard.
   if (p.http || p.exec) {
-    p.runtime->set_sink_pushback([pipeline = p.pipeline.get()] {
-      return pipeline->take_pushback_fraction();
-    });
+    p.runtime->set_sink_pushback(
+        [pipeline = p.pipeline.get()] { return pipeline->take_pushback_fraction(); });
   }
   p.runtime->start();
   spdlog::info("consuming {} from {} with policy {} ({}..{} workers)", rc.kafka.topics.front(),
@@ -172,8 +173,9 @@ void Service::start() {
   // The control API and /metrics on one port. The context also serves status() when the API
   // is off.
   ConsumerRuntime& runtime = *p.runtime;
-  p.metrics = std::make_unique<RuntimeMetrics>(std::make_shared<prometheus::Registry>(),
-                                               rc.catch_up_seconds);
+  auto registry = std::make_shared<prometheus::Registry>();
+  p.metrics = std::make_unique<RuntimeMetrics>(registry, rc.catch_up_seconds);
+  p.delivery_metrics = std::make_unique<DeliveryMetrics>(*registry);
   RuntimeMetrics& metrics = *p.metrics;
   p.api_context = std::make_unique<ApiContext>(runtime.controller(), p.clock);
   ApiContext& ctx = *p.api_context;
@@ -248,6 +250,7 @@ void Service::tick_loop() {
     p.metrics->record_tick(report, p.runtime->controller().guard_config(),
                            report.decision.source == "override", p.clock.now() - tick_start,
                            unix_seconds_now());
+    p.delivery_metrics->record(p.pipeline->stats(), p.exec ? p.exec->restarts() : 0);
     if (options_.on_status_line) {
       options_.on_status_line(format_status_line(report, options_.json_status_lines));
     }

@@ -8,7 +8,7 @@
 #   controller/pool/     policies/, pool/
 #   controller/kafka/    policies/, pool/, kafka/
 #   controller/api/      policies/, api/
-#   controller/metrics/  policies/, pool/, kafka/, metrics/
+#   controller/metrics/  policies/, pool/, kafka/, sinks/, metrics/
 #   controller/loadgen/  policies/, pool/, kafka/, loadgen/
 #   controller/calibration/  policies/, pool/, kafka/, loadgen/, calibration/
 #   controller/sinks/    policies/, kafka/, sinks/
@@ -67,7 +67,7 @@ check sim "$p|sim/"
 check controller/pool "$p|${c}pool/"
 check controller/kafka "$p|${c}(pool|kafka)/"
 check controller/api "$p|${c}api/"
-check controller/metrics "$p|${c}(pool|kafka|metrics)/"
+check controller/metrics "$p|${c}(pool|kafka|sinks|metrics)/"
 check controller/loadgen "$p|${c}(pool|kafka|loadgen)/"
 check controller/calibration "$p|${c}(pool|kafka|loadgen|calibration)/"
 check controller/sinks "$p|${c}(kafka|sinks)/"

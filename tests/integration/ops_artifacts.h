@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/metrics/delivery_metrics.h"
 #include "controller/metrics/metrics.h"
 
 namespace lagpilot::testing {
@@ -106,10 +107,14 @@ inline std::set<std::string> metric_identifiers(const std::string& expr) {
   return names;
 }
 
-// Metric family -> type ("gauge", "counter", "histogram") as RuntimeMetrics exports them: the
-// `# TYPE` lines of its text page after one tick (so that every family has a series).
+// Metric family -> type ("gauge", "counter", "histogram") as RuntimeMetrics and DeliveryMetrics
+// export them into one registry (as lagpilot run does): the `# TYPE` lines of its text page
+// after one tick (so that every family has a series).
 inline std::map<std::string, std::string> exported_metric_types() {
-  RuntimeMetrics metrics(std::make_shared<prometheus::Registry>());
+  auto registry = std::make_shared<prometheus::Registry>();
+  RuntimeMetrics metrics(registry);
+  DeliveryMetrics deliveries(*registry);
+  deliveries.record(DeliveryStats{}, 0);
   TickReport report;
   report.decision.policy = "pid";
   PartitionStatus partition;

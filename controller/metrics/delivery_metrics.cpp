@@ -1,0 +1,99 @@
+#include "controller/metrics/delivery_metrics.h"
+
+namespace lagpilot {
+namespace {
+
+// The one place where these metric names and help texts live; the table order is the
+// declaration order.
+enum DeliveryMetricId {
+  kDeliveries,
+  kAttempts,
+  kPushbacks,
+  kDeadLetterFailures,
+  kBackoffSeconds,
+  kInRetry,
+  kOldestRetry,
+  kChildrenRestarted,
+  kDeliveryMetricCount
+};
+
+struct Spec {
+  const char* name;
+  const char* help;
+};
+
+constexpr Spec kSpecs[kDeliveryMetricCount] = {
+    {"lagpilot_deliveries_total",
+     "Delivery outcomes: ok (the sink said done), retry (an attempt failed and was retried), "
+     "dead_letter (produced to the dead-letter topic and acknowledged), dropped (a permanent "
+     "failure dropped on purpose)."},
+    {"lagpilot_delivery_attempts_total", "Delivery attempts, first ones and retries."},
+    {"lagpilot_sink_pushbacks_total",
+     "Attempts the sink pushed back (HTTP 429 or 503, an exec reply with retry true)."},
+    {"lagpilot_dead_letter_failures_total",
+     "Dead-letter produces the broker did not acknowledge (each is retried)."},
+    {"lagpilot_delivery_backoff_seconds_total", "Seconds spent waiting between attempts."},
+    {"lagpilot_messages_in_retry",
+     "Messages between a failed attempt and their end (success, dead letter or drop), now."},
+    {"lagpilot_oldest_retry_seconds",
+     "Seconds since the first failure of the oldest message still in retry (0 when none)."},
+    {"lagpilot_sink_children_restarted_total",
+     "Exec sink children started again after one exited, hung or answered nonsense."},
+};
+
+prometheus::Family<prometheus::Counter>& counters(prometheus::Registry& r, DeliveryMetricId id) {
+  return prometheus::BuildCounter().Name(kSpecs[id].name).Help(kSpecs[id].help).Register(r);
+}
+
+prometheus::Family<prometheus::Gauge>& gauges(prometheus::Registry& r, DeliveryMetricId id) {
+  return prometheus::BuildGauge().Name(kSpecs[id].name).Help(kSpecs[id].help).Register(r);
+}
+
+}  // namespace
+
+DeliveryMetrics::DeliveryMetrics(prometheus::Registry& r) {
+  auto& deliveries = counters(r, kDeliveries);
+  int i = 0;
+#define LAGPILOT_OUTCOME_SERIES(name, help) \
+  outcomes_[i++].counter = &deliveries.Add({{"outcome", #name}});
+  LAGPILOT_DELIVERY_OUTCOMES(LAGPILOT_OUTCOME_SERIES)
+#undef LAGPILOT_OUTCOME_SERIES
+  attempts_.counter = &counters(r, kAttempts).Add({});
+  pushbacks_.counter = &counters(r, kPushbacks).Add({});
+  dead_letter_failures_.counter = &counters(r, kDeadLetterFailures).Add({});
+  backoff_seconds_ = &counters(r, kBackoffSeconds).Add({});
+  in_retry_ = &gauges(r, kInRetry).Add({});
+  oldest_retry_seconds_ = &gauges(r, kOldestRetry).Add({});
+  children_restarted_.counter = &counters(r, kChildrenRestarted).Add({});
+}
+
+void DeliveryMetrics::feed(Fed& fed, uint64_t now) {
+  // A value below the last one is a new source: take it whole (Prometheus's own reset rule).
+  fed.counter->Increment(static_cast<double>(now >= fed.last ? now - fed.last : now));
+  fed.last = now;
+}
+
+void DeliveryMetrics::record(const DeliveryStats& s, uint64_t children_restarted) {
+  int i = 0;
+#define LAGPILOT_OUTCOME_FEED(name, help) feed(outcomes_[i++], s.name);
+  LAGPILOT_DELIVERY_OUTCOMES(LAGPILOT_OUTCOME_FEED)
+#undef LAGPILOT_OUTCOME_FEED
+  feed(attempts_, s.attempts);
+  feed(pushbacks_, s.pushbacks);
+  feed(dead_letter_failures_, s.dead_letter_failures);
+  feed(children_restarted_, children_restarted);
+  if (s.backoff_seconds > last_backoff_seconds_) {
+    backoff_seconds_->Increment(s.backoff_seconds - last_backoff_seconds_);
+  }
+  last_backoff_seconds_ = s.backoff_seconds;
+  in_retry_->Set(static_cast<double>(s.in_retry));
+  oldest_retry_seconds_->Set(s.oldest_retry_seconds);
+}
+
+std::vector<std::string> DeliveryMetrics::metric_names() {
+  std::vector<std::string> names;
+  for (const Spec& spec : kSpecs) names.emplace_back(spec.name);
+  return names;
+}
+
+}  // namespace lagpilot
