@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <unordered_map>
 
 #include "policies/config_reader.h"
 
@@ -85,7 +86,11 @@ void HttpSinkConfig::write_keys(nlohmann::json& j) const {
   j["ce_type"] = ce_type;
 }
 
-HttpSink::HttpSink(HttpSinkConfig config) : config_(std::move(config)) {
+namespace {
+std::atomic<uint64_t> g_next_http_sink_id{1};  // atomic: sinks may be built on any thread
+}  // namespace
+
+HttpSink::HttpSink(HttpSinkConfig config) : config_(std::move(config)), id_(g_next_http_sink_id++) {
   const std::string& url = config_.url;
   const auto scheme_end = url.find("://");
   const std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
@@ -98,21 +103,12 @@ HttpSink::HttpSink(HttpSinkConfig config) : config_(std::move(config)) {
   if (scheme_host_port_.size() <= scheme_end + 3) {
     throw ConfigError("handler.url", "has no host: \"" + url + "\"");
   }
-  // Fails early on a URL httplib cannot use (a bad port, say).
-  give_back(take_client());
+  new_client();  // fails early on a URL httplib cannot use (a bad port, say)
 }
 
 HttpSink::~HttpSink() = default;
 
-std::unique_ptr<httplib::Client> HttpSink::take_client() {
-  {
-    std::lock_guard lock(idle_mutex_);
-    if (!idle_.empty()) {
-      std::unique_ptr<httplib::Client> c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
-    }
-  }
+std::unique_ptr<httplib::Client> HttpSink::new_client() const {
   auto c = std::make_unique<httplib::Client>(scheme_host_port_);
   if (!c->is_valid()) throw ConfigError("handler.url", "cannot be used: \"" + config_.url + "\"");
   const auto timeout = std::chrono::duration<double>(config_.timeout_seconds);
@@ -125,9 +121,12 @@ std::unique_ptr<httplib::Client> HttpSink::take_client() {
   return c;
 }
 
-void HttpSink::give_back(std::unique_ptr<httplib::Client> client) {
-  std::lock_guard lock(idle_mutex_);
-  idle_.push_back(std::move(client));
+httplib::Client& HttpSink::thread_client() {
+  // Destroyed when the worker's thread ends, which closes its connection.
+  thread_local std::unordered_map<uint64_t, std::unique_ptr<httplib::Client>> clients;
+  std::unique_ptr<httplib::Client>& c = clients[id_];
+  if (!c) c = new_client();
+  return *c;
 }
 
 Delivery HttpSink::deliver(const SourceMessage& m) {
@@ -155,13 +154,12 @@ Delivery HttpSink::deliver(const SourceMessage& m) {
     }
   }
 
-  std::unique_ptr<httplib::Client> client = take_client();
-  httplib::Result res = client->Post(path_, headers, m.value, content_type);
+  httplib::Client& client = thread_client();
+  httplib::Result res = client.Post(path_, headers, m.value, content_type);
   if (!res) {
-    // The connection is gone or stuck: a fresh client next time.
+    // httplib closes a broken connection itself; the next attempt reconnects.
     return Delivery::retry(std::string("http: ") + httplib::to_string(res.error()));
   }
-  give_back(std::move(client));
   const int status = res->status;
   if (status >= 200 && status < 300) return Delivery::done();
   const std::string what = "HTTP " + std::to_string(status);

@@ -15,16 +15,17 @@
 // Responses: 2xx done; 429 and 503 retry with pushback, honouring Retry-After (seconds or an
 // HTTP date); other 4xx permanent; 5xx, other codes, timeouts and connection errors retry.
 //
-// Connections are kept alive, one client per concurrent caller (each pool worker ends up with
-// its own; idle clients wait in a free list), with TCP_NODELAY on: without it a keep-alive client
-// waits on Nagle and delayed ACKs, about 26 ms a request. https:// URLs use TLS (OpenSSL).
+// Connections are kept alive, one client per calling thread (each pool worker has its own, in
+// thread-local storage, so that a delivery takes no lock), with TCP_NODELAY on: without it a
+// keep-alive client waits on Nagle and delayed ACKs, about 26 ms a request. https:// URLs use
+// TLS (OpenSSL).
 //
 // Thread-safety: deliver() from any number of threads at once (the pool's workers).
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -67,14 +68,13 @@ class HttpSink {
   const HttpSinkConfig& config() const { return config_; }
 
  private:
-  std::unique_ptr<httplib::Client> take_client();
-  void give_back(std::unique_ptr<httplib::Client> client);
+  std::unique_ptr<httplib::Client> new_client() const;
+  httplib::Client& thread_client();
 
   HttpSinkConfig config_;
   std::string scheme_host_port_;  // "http://127.0.0.1:8080"
   std::string path_;              // "/events" ("/" when the URL has none)
-  std::mutex idle_mutex_;         // guards idle_
-  std::vector<std::unique_ptr<httplib::Client>> idle_;
+  const uint64_t id_;             // tells this sink's thread-local clients from other sinks'
 };
 
 // Retry-After (RFC 9110): delay-seconds ("120") or an HTTP-date ("Wed, 21 Oct 2015 07:28:00
