@@ -84,6 +84,7 @@ ConsumerModelConfig ConsumerModelConfig::from_json(const nlohmann::json& j,
   r.read("usl_kappa", c.usl_kappa, 0.0, 1.0);
   r.read("downstream_capacity", c.downstream_capacity, 0.0);
   r.read("warmup_seconds", c.warmup_seconds, 0.0, 86400.0);
+  r.read("sink_concurrency", c.sink_concurrency, 0.0, 1e6);
   r.finish();
   return c;
 }
@@ -117,7 +118,8 @@ nlohmann::json ConsumerModelConfig::to_json() const {
                         {"usl_sigma", usl_sigma},
                         {"usl_kappa", usl_kappa},
                         {"downstream_capacity", downstream_capacity},
-                        {"warmup_seconds", warmup_seconds}};
+                        {"warmup_seconds", warmup_seconds},
+                        {"sink_concurrency", sink_concurrency}};
 }
 
 double ConsumerModelConfig::usl_factor(int busy) const {
@@ -126,15 +128,18 @@ double ConsumerModelConfig::usl_factor(int busy) const {
 }
 
 double ConsumerModelConfig::stretch(int busy) const {
-  const double usl = usl_factor(busy);
+  const double n = std::max(1, busy);
+  const double usl =
+      usl_factor(busy) * (sink_concurrency > 0.0 ? std::max(1.0, n / sink_concurrency) : 1.0);
   if (downstream_capacity <= 0.0) return usl;
-  const double offered = std::max(1, busy) / (service_mean_seconds * usl);
+  const double offered = n / (service_mean_seconds * usl);
   return usl * std::max(1.0, offered / downstream_capacity);
 }
 
 double ConsumerModelConfig::capacity(int workers) const {
   if (workers <= 0) return 0.0;
-  const double x = workers / (service_mean_seconds * usl_factor(workers));
+  const double sink = sink_concurrency > 0.0 ? std::max(1.0, workers / sink_concurrency) : 1.0;
+  const double x = workers / (service_mean_seconds * usl_factor(workers) * sink);
   return downstream_capacity > 0.0 ? std::min(x, downstream_capacity) : x;
 }
 
@@ -211,7 +216,9 @@ double ConsumerModel::stretch_of(int busy) {
 
 double ConsumerModel::stretch_at(double busy) const {
   const double n = std::max(1.0, busy);
-  const double usl = 1.0 + config_.usl_sigma * (n - 1.0) + config_.usl_kappa * n * (n - 1.0);
+  const double usl =
+      (1.0 + config_.usl_sigma * (n - 1.0) + config_.usl_kappa * n * (n - 1.0)) *
+      (config_.sink_concurrency > 0.0 ? std::max(1.0, n / config_.sink_concurrency) : 1.0);
   if (config_.downstream_capacity <= 0.0) return usl;
   const double offered = n / (config_.service_mean_seconds * usl);
   return usl * std::max(1.0, offered / config_.downstream_capacity);
@@ -476,6 +483,11 @@ ModelSample ConsumerModel::sample(double now) {
   s.busy_now = busy_;
   const double window = now - window_start_;
   s.busy_mean = window > 0.0 ? (busy_area_ - window_busy_area_start_) / window : busy_rate_sum_;
+  if (config_.sink_concurrency > 0.0) {
+    s.sink_pushback = s.busy_mean > config_.sink_concurrency
+                          ? (s.busy_mean - config_.sink_concurrency) / s.busy_mean
+                          : 0.0;
+  }
   s.window_completed = window_completed_;
   double tail_shift = 0.0;
   if (batch_fidelity_) {

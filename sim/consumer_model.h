@@ -69,6 +69,12 @@ struct ConsumerModelConfig {
   double downstream_capacity = 0.0;
   // Seconds after it is added before a new worker takes messages (>= 0).
   double warmup_seconds = 5.0;
+  // A sink that takes at most this many concurrent deliveries (an HTTP service with a
+  // concurrency limit); 0 = no limit. Beyond it the extra workers' attempts are pushed back
+  // (429) and retried, so a busy worker's message takes max(1, busy / sink_concurrency) times
+  // as long (the latency knee), throughput stays at that of sink_concurrency workers, and the
+  // sample reports the pushed-back fraction (Observation::sink_pushback).
+  double sink_concurrency = 0.0;
 
   // Reads a "model" object. Unknown keys and out-of-range values throw ConfigError naming
   // `path`.key.
@@ -85,7 +91,8 @@ struct ConsumerModelConfig {
 
   // 1 + sigma (n - 1) + kappa n (n - 1), for n >= 1 busy workers.
   double usl_factor(int busy) const;
-  // Service-time multiplier with `busy` workers busy: usl_factor * downstream slowdown.
+  // Service-time multiplier with `busy` workers busy: usl_factor * downstream slowdown *
+  // sink pushback.
   double stretch(int busy) const;
   // Steady-state throughput (messages/s) of `workers` always-busy workers:
   // min(N / (mean * usl_factor(N)), downstream_capacity if set). 0 for workers <= 0.
@@ -114,6 +121,9 @@ struct ModelSample {
   double latency_p99 = 0.0;
   double record_age_p99 = 0.0;   // completion - arrival, s
   int64_t window_completed = 0;  // messages completed in the window (whole batches only)
+  // Fraction of the window's delivery attempts the sink pushed back: (busy - limit) / busy over
+  // the window's mean busy workers; -1 without a sink limit.
+  double sink_pushback = -1.0;
 };
 
 // Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events

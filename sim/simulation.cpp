@@ -176,7 +176,8 @@ class ArrivalGenerator {
 // The Sampler and Actuator the ControlLoop sees: the model, observed like a real consumer.
 class SimulatedConsumer final : public Sampler, public Actuator {
  public:
-  SimulatedConsumer(ConsumerModel& model, int partitions) : model_(model), partitions_(partitions) {}
+  SimulatedConsumer(ConsumerModel& model, int partitions)
+      : model_(model), partitions_(partitions) {}
 
   Observation sample(double now) override {
     now_ = now;
@@ -199,6 +200,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
     obs.queue_depth = last_.queue_depth;
     obs.queue_capacity = 0;  // unbounded in the simulator
     obs.assigned_partitions = partitions_;
+    obs.sink_pushback = last_.sink_pushback;
     obs.explain = explain_;
     previous_time_ = now;
     previous_arrived_ = arrived;
