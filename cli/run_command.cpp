@@ -109,8 +109,10 @@ CommandMain add_run_command(CLI::App& app) {
   app.footer(
       "Defaults (no --config): embedded broker, topic 'events' with 8 partitions, synthetic\n"
       "handler (5 ms lognormal), pid policy, 4 to 16 workers, 1 s tick. See --print-config.\n"
-      "SIGINT/SIGTERM: stop fetching, finish in-flight messages, commit, exit 0; a second\n"
-      "signal exits at once.");
+      "Your own service: \"handler\": {\"type\": \"http\", \"url\": ...} or {\"type\": \"exec\",\n"
+      "\"command\": [...]}, with retries and a dead-letter topic in \"failure\" (docs/sinks.md).\n"
+      "SIGINT/SIGTERM: stop fetching, finish in-flight messages (those waiting for a retry are\n"
+      "left uncommitted), commit, exit 0; a second signal exits at once.");
 
   return [o]() -> int {
     AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
