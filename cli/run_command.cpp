@@ -164,8 +164,12 @@ CommandMain add_run_command(CLI::App& app) {
       throw;
     }
     signal_watch.join();
+    if (const std::string why = service.failure(); !why.empty()) {
+      std::cerr << "lagpilot run: failed: " << why << std::endl;
+      return 1;  // so that a supervisor restarts it
+    }
     if (!replay) return 0;
-    return replay->finish(service.runtime().source().stats(false), service.runtime().totals());
+    return replay->finish(service.runtime().source().stats(), service.runtime().totals());
   };
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <thread>
 
 #include "controller/kafka/kafka_source_core.h"
@@ -139,6 +140,7 @@ void KafkaSource::Core::poll_loop() {
   batch.reserve(kMaxBatch);
   std::vector<OffsetGap> gaps;
   while (!stop_requested.load(std::memory_order_acquire)) {
+    if (inject_poll_fault.exchange(false)) throw std::runtime_error("injected poll-loop fault");
     bool waiting;
     int64_t room;
     {

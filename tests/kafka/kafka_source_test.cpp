@@ -114,7 +114,7 @@ std::string describe(const SourceStats& s) {
 // True once every assigned partition's committed offset reached its high watermark; the
 // last stats seen go to `last` for failure messages.
 bool all_committed(KafkaSource& source, int partitions, std::string* last = nullptr) {
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   if (last != nullptr) *last = describe(s);
   if (s.assigned_partitions != partitions) return false;
   for (const auto& p : s.partitions) {
@@ -242,7 +242,7 @@ TEST(KafkaSource, EverySequenceOnceUnderRandomPoolResizesWithKeyOrder) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(source, kPartitions, &last); }, 10)) << last;
   }
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   source.stop(10);
 
   EXPECT_EQ(ledger.missing(0, kMessages), 0u);
@@ -299,7 +299,7 @@ TEST(KafkaSource, BackpressurePausesAndResumesWithBoundedBuffers) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(source, 4, &last); }, 10)) << last;
   }
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   source.stop(10);
 
   EXPECT_EQ(ledger.missing(0, kMessages), 0u);
@@ -343,7 +343,7 @@ TEST(KafkaSource, RetentionLossIsCountedExactly) {
       std::string last;
       ASSERT_TRUE(wait_until([&] { return all_committed(a, 1, &last); }, 10)) << last;
     }
-    processed_a = a.stats(false).processed;
+    processed_a = a.stats().processed;
     a.stop(5);
   }
   ASSERT_EQ(processed_a, kFirst);
@@ -367,7 +367,7 @@ TEST(KafkaSource, RetentionLossIsCountedExactly) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(b, 1, &last); }, 10)) << last;
   }
-  const SourceStats s = b.stats(true);
+  const SourceStats s = b.refreshed_stats();
   b.stop(5);
 
   EXPECT_EQ(s.lost_to_retention, static_cast<uint64_t>(low) - kFirst);
@@ -426,7 +426,7 @@ TEST(KafkaSource, ConsumptionResumesAfterBrokerFaultsWithNothingLost) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(source, kPartitions, &last); }, 20)) << last;
   }
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   source.stop(10);
   EXPECT_GE(s.commit_failures, 1u);
   EXPECT_EQ(s.lost_to_retention, 0u);
@@ -483,7 +483,7 @@ TEST(KafkaSource, RestartRedeliversWhatWasNotCommitted) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(b, 1, &last); }, 10)) << last;
   }
-  const SourceStats s = b.stats(true);
+  const SourceStats s = b.refreshed_stats();
   b.stop(5);
   EXPECT_EQ(s.processed, kMessages - kStuck);  // restarted exactly at the stuck offset
   EXPECT_EQ(ledger.count(kStuck), 2u);         // at-least-once: the stuck one ran twice
@@ -521,12 +521,12 @@ TEST(KafkaSource, RebalanceDrainsBeforeHandingPartitionsOver) {
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= 2000; }, 20));
   b.start();
   ASSERT_TRUE(wait_until(
-      [&] { return b.joined() && a.stats(false).assigned_partitions < kPartitions; }, 30));
+      [&] { return b.joined() && a.stats().assigned_partitions < kPartitions; }, 30));
   producer.join();
   ASSERT_EQ(produced.delivered, kMessages);
   ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60));
-  const SourceStats sa = a.stats(true);
-  const SourceStats sb = b.stats(true);
+  const SourceStats sa = a.refreshed_stats();
+  const SourceStats sb = b.refreshed_stats();
   a.stop(5);
   b.stop(5);
   EXPECT_EQ(sa.assigned_partitions + sb.assigned_partitions, kPartitions);
@@ -561,15 +561,15 @@ TEST(KafkaSource, OperatorPauseAndResume) {
   ASSERT_TRUE(wait_until([&] { return source.joined(); }, 20));
   ASSERT_EQ(produce(producer_options(broker, "ops", kMessages, 0)).delivered, kMessages);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  SourceStats s = source.stats(true);
+  SourceStats s = source.refreshed_stats();
   EXPECT_TRUE(s.paused);
   EXPECT_EQ(ledger.total(), 0u);
   EXPECT_EQ(s.total_lag, static_cast<int64_t>(kMessages));
   for (const auto& p : s.partitions) EXPECT_TRUE(p.paused);
   source.resume_consumption();
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= kMessages; }, 20));
-  EXPECT_TRUE(wait_until([&] { return source.stats(true).total_lag == 0; }, 10));
-  s = source.stats(false);
+  EXPECT_TRUE(wait_until([&] { return source.refreshed_stats().total_lag == 0; }, 10));
+  s = source.stats();
   EXPECT_FALSE(s.paused);
   source.stop(5);
   EXPECT_EQ(ledger.missing(0, kMessages), 0u);
