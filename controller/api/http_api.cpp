@@ -30,6 +30,7 @@ namespace {
 // Request threads: one per open keep-alive connection (see the constructor).
 constexpr std::size_t kApiThreads = 128;
 constexpr std::size_t kKeepAliveMaxRequests = 100000;
+constexpr int kListenBacklog = 1024;
 
 // Handlers throw ApiError (api_requests.h); the dispatch wrapper turns it into {"error": {...}}.
 
@@ -379,6 +380,7 @@ struct HttpApi::Impl {
   ApiContext ctx;
   httplib::Server server;
   std::thread thread;
+  socket_t listen_socket = -1;  // set by the socket-options callback during bind (start())
   int port = 0;
   bool started = false;  // start()/stop() thread only
   bool stopped = false;
@@ -393,7 +395,8 @@ HttpApi::HttpApi(ApiContext context) : impl_(std::make_unique<Impl>(std::move(co
   // httplib's default socket options add SO_REUSEPORT, with which a second process could bind
   // the same port and silently take half of the requests: keep SO_REUSEADDR only (quick
   // restarts after TIME_WAIT).
-  impl_->server.set_socket_options([](socket_t sock) {
+  impl_->server.set_socket_options([m = impl_.get()](socket_t sock) {
+    m->listen_socket = sock;  // see start(): the backlog
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     // Also here: these options replace httplib's; accepted sockets inherit it from the listener.
@@ -435,6 +438,10 @@ bool HttpApi::start(const std::string& host, int port) {
     spdlog::error("http api: cannot listen on {}:{}", host, port);
     return false;
   }
+  // httplib listens with a backlog of 5: 64 clients connecting at once overflow it, and the
+  // overflowing ones retry their SYN after 1 s (a 1 s outlier, or a client timeout). Listening
+  // again on the bound socket raises the backlog (Linux).
+  if (m.listen_socket >= 0) ::listen(m.listen_socket, kListenBacklog);
   m.started = true;
   m.port = bound;
   m.thread = std::thread([&m] {

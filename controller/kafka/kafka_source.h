@@ -31,8 +31,8 @@
 //
 // Config checks logged as spdlog warnings: fetch.max.bytes above 50 MB; revoke_timeout_seconds
 // not below max.poll.interval.ms; enable.auto.commit=true (overridden); at run time, once:
-// a handler run longer than max.poll.interval.ms, and a pool queue smaller than one fetch
-// (estimated from the average message size).
+// a handler run longer than max.poll.interval.ms, and, once fetching has paused repeatedly, a
+// max_unfinished smaller than one fetch (estimated from the average message size).
 
 #include <cstdint>
 #include <memory>

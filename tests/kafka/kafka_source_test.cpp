@@ -2,16 +2,17 @@
 // per-key order, backpressure, retention loss accounting, broker faults, rebalances and
 // restarts (at-least-once). Each test joins a consumer group; the mock's first join takes ~3 s.
 
-#include "controller/steady_clock.h"
 #include "controller/kafka/kafka_source.h"
 
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -20,12 +21,11 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-#include <cstdlib>
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/message_codec.h"
 #include "controller/loadgen/producer.h"
 #include "controller/pool/worker_pool.h"
+#include "controller/steady_clock.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
 #include "tests/common/sequence_ledger.h"
@@ -520,8 +520,8 @@ TEST(KafkaSource, RebalanceDrainsBeforeHandingPartitionsOver) {
   std::thread producer([&] { produced = produce(po); });
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= 2000; }, 20));
   b.start();
-  ASSERT_TRUE(wait_until(
-      [&] { return b.joined() && a.stats().assigned_partitions < kPartitions; }, 30));
+  ASSERT_TRUE(
+      wait_until([&] { return b.joined() && a.stats().assigned_partitions < kPartitions; }, 30));
   producer.join();
   ASSERT_EQ(produced.delivered, kMessages);
   ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60));
@@ -560,12 +560,22 @@ TEST(KafkaSource, OperatorPauseAndResume) {
   source.start();
   ASSERT_TRUE(wait_until([&] { return source.joined(); }, 20));
   ASSERT_EQ(produce(producer_options(broker, "ops", kMessages, 0)).delivered, kMessages);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  SourceStats s = source.refreshed_stats();
-  EXPECT_TRUE(s.paused);
+  // A partition can be paused only once its fetcher has started (its first message arrives,
+  // refused): wait for that on every partition, and for the lag to show every message,
+  // instead of a fixed window (in which a partition may not have delivered anything yet).
+  SourceStats s;
+  const bool settled = wait_until(
+      [&] {
+        s = source.refreshed_stats();
+        if (!s.paused || s.total_lag != static_cast<int64_t>(kMessages)) return false;
+        for (const auto& p : s.partitions) {
+          if (!p.paused) return false;
+        }
+        return !s.partitions.empty();
+      },
+      20);
+  EXPECT_TRUE(settled) << describe(s);
   EXPECT_EQ(ledger.total(), 0u);
-  EXPECT_EQ(s.total_lag, static_cast<int64_t>(kMessages));
-  for (const auto& p : s.partitions) EXPECT_TRUE(p.paused);
   source.resume_consumption();
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= kMessages; }, 20));
   EXPECT_TRUE(wait_until([&] { return source.refreshed_stats().total_lag == 0; }, 10));
