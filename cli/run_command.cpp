@@ -132,8 +132,10 @@ CommandMain add_run_command(CLI::App& app) {
     so.on_tick = [&](const TickReport& report) {
       const double now = service_ptr->clock().now();
       const bool over = (o->duration > 0 && now - start >= o->duration) ||
+                        // (lag_age_seconds >= 0: every partition's high watermark was read,
+                        // so a lag of 0 is not merely unknown)
                         (o->until_drained && report.source.assigned_partitions > 0 &&
-                         report.observation.total_lag == 0) ||
+                         report.source.lag_age_seconds >= 0 && report.observation.total_lag == 0) ||
                         (replay && replay->over(report, now));
       if (!over) return;
       if (replay) replay->stop_producer();
