@@ -103,7 +103,7 @@ ConsumeResult consume_with_lagpilot(const std::string& bootstrap, const std::str
   const double end = wall();
   r.rate = first > 0 ? r.processed / (end - first) : 0;
   r.with_join = end - start;
-  r.stats = source.stats(false);
+  r.stats = source.stats();
   r.window = pool.take_window();
   source.stop(5);
   pool.shutdown(5);

@@ -134,8 +134,10 @@ CommandMain add_run_command(CLI::App& app) {
     so.on_tick = [&](const TickReport& report) {
       const double now = service_ptr->clock().now();
       const bool over = (o->duration > 0 && now - start >= o->duration) ||
+                        // (lag_age_seconds >= 0: every partition's high watermark was read,
+                        // so a lag of 0 is not merely unknown)
                         (o->until_drained && report.source.assigned_partitions > 0 &&
-                         report.observation.total_lag == 0) ||
+                         report.source.lag_age_seconds >= 0 && report.observation.total_lag == 0) ||
                         (replay && replay->over(report, now));
       if (!over) return;
       if (replay) replay->stop_producer();
@@ -166,8 +168,12 @@ CommandMain add_run_command(CLI::App& app) {
       throw;
     }
     signal_watch.join();
+    if (const std::string why = service.failure(); !why.empty()) {
+      std::cerr << "lagpilot run: failed: " << why << std::endl;
+      return 1;  // so that a supervisor restarts it
+    }
     if (!replay) return 0;
-    return replay->finish(service.runtime().source().stats(false), service.runtime().totals());
+    return replay->finish(service.runtime().source().stats(), service.runtime().totals());
   };
 }
 

@@ -3,11 +3,21 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
 
 namespace lagpilot {
 
 // Builds the Observation from the Kafka source (lag, arrivals via high watermarks, record age)
 // and the pool (latency, busy workers, queue). Called only from tick(), on the control thread.
+// It reads the source's snapshot (no broker I/O: the tick keeps its beat when a broker is slow)
+// and takes its windows itself (record age, the pool's window), so that other readers of the
+// source's stats (the status API) change nothing the tick sees.
+//
+// Arrivals = the growth of the high watermarks, summed over the partitions that were in the
+// previous sample too: a newly assigned partition's high watermark is its whole history, not
+// one tick's arrivals; a partition that left (rebalance) contributes nothing.
 class ConsumerRuntime::LiveSampler final : public Sampler {
  public:
   LiveSampler(KafkaSource& source, WorkerPool& pool) : source_(source), pool_(pool) {}
@@ -15,25 +25,31 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
   Observation sample(double now) override {
     Observation o;
     o.time = now;
-    last_stats_ = source_.stats(true);
+    last_stats_ = source_.stats();
+    last_stats_.record_age_p99_seconds = source_.take_record_age_p99();
     last_window_ = pool_.take_window();
     const PoolWindow& window = last_window_;
-    int64_t high_sum = 0;
+    std::map<std::pair<std::string, int32_t>, int64_t> highs;
+    int64_t arrived = 0;
     for (const auto& p : last_stats_.partitions) {
       o.partition_lag.push_back({p.topic, p.partition, p.lag});
-      high_sum += p.high_watermark;
+      if (p.high_watermark < 0) continue;
+      auto key = std::make_pair(p.topic, p.partition);
+      const auto prev = last_highs_.find(key);
+      if (prev != last_highs_.end())
+        arrived += std::max<int64_t>(0, p.high_watermark - prev->second);
+      highs.emplace(std::move(key), p.high_watermark);
     }
     o.total_lag = last_stats_.total_lag;
     const uint64_t done = last_stats_.processed + last_stats_.failed;
     if (last_time_ >= 0 && now > last_time_) {
       const double dt = now - last_time_;
-      // A rebalance can shrink the set of partitions we see; arrivals are never negative.
-      o.arrival_rate = std::max<double>(0.0, static_cast<double>(high_sum - last_high_sum_) / dt);
+      o.arrival_rate = static_cast<double>(arrived) / dt;
       o.processed_rate = static_cast<double>(done - last_done_) / dt;
       o.lag_slope = static_cast<double>(o.total_lag - last_lag_) / dt;
     }
     last_time_ = now;
-    last_high_sum_ = high_sum;
+    last_highs_ = std::move(highs);
     last_done_ = done;
     last_lag_ = o.total_lag;
     o.latency_p50 = window.latency_p50;
@@ -59,7 +75,7 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
   SourceStats last_stats_;
   PoolWindow last_window_;
   double last_time_ = -1;
-  int64_t last_high_sum_ = 0;
+  std::map<std::pair<std::string, int32_t>, int64_t> last_highs_;  // the previous sample's
   uint64_t last_done_ = 0;
   int64_t last_lag_ = 0;
 };
@@ -165,6 +181,14 @@ TickReport ConsumerRuntime::tick() {
   totals_.max_lag = std::max(totals_.max_lag, report.observation.total_lag);
   if (report.decision.workers != report.decision.previous_workers) ++totals_.scale_actions;
   return report;
+}
+
+std::string ConsumerRuntime::failure() const {
+  std::string why = source_->failure();
+  if (!why.empty()) return why;
+  why = pool_->task_failure();
+  if (!why.empty()) return "a task threw into the worker pool: " + why;
+  return "";
 }
 
 void ConsumerRuntime::stop() {

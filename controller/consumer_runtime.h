@@ -71,6 +71,11 @@ class ConsumerRuntime {
   // commits and closes the consumer. Idempotent.
   void stop();
 
+  // Any thread. Empty while healthy; else why this runtime cannot go on (the Kafka poll thread
+  // died, or a task let an exception escape into the pool). Its owner should stop() (which
+  // still drains and commits, bounded) and exit non-zero so that a supervisor restarts it.
+  std::string failure() const;
+
   ControlLoop& controller() { return *controller_; }
   WorkerPool& pool() { return *pool_; }
   KafkaSource& source() { return *source_; }

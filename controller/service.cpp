@@ -184,6 +184,13 @@ void Service::start() {
   ctx.status_extra = [&metrics, &runtime, pipeline = p.pipeline.get()] {
     nlohmann::json j = metrics.last_tick_status();
     j["pool_size_now"] = runtime.pool().size();
+    // The age of the lag data now: its age at the tick plus the time since the tick.
+    if (j.contains("lag_age_at_tick_seconds") && j["lag_age_at_tick_seconds"].get<double>() >= 0) {
+      const double since = unix_seconds_now() - j["tick_unix_seconds"].get<double>();
+      j["lag_age_seconds"] = j["lag_age_at_tick_seconds"].get<double>() + std::max(0.0, since);
+    } else {
+      j["lag_age_seconds"] = nullptr;  // no tick yet, or a partition never refreshed
+    }
     j["deliveries"] = to_json(pipeline->stats());
     return j;
   };
@@ -191,6 +198,7 @@ void Service::start() {
     paused ? runtime.source().pause_consumption() : runtime.source().resume_consumption();
   };
   ctx.ready = [&runtime] {
+    if (std::string why = runtime.failure(); !why.empty()) return Readiness{false, "failed: " + why};
     if (!runtime.source().joined()) return Readiness{false, "not yet assigned partitions"};
     if (runtime.controller().ticks() == 0) return Readiness{false, "no control tick yet"};
     return Readiness{true, ""};
@@ -255,6 +263,12 @@ void Service::tick_loop() {
       options_.on_status_line(format_status_line(report, options_.json_status_lines));
     }
     if (options_.on_tick) options_.on_tick(report);
+    // Crash-only: a runtime that failed (poll thread dead, a task threw into the pool) stops,
+    // drains and commits (bounded), and the owner exits non-zero (failure()).
+    if (std::string why = p.runtime->failure(); !why.empty()) {
+      spdlog::error("stopping: {}", why);
+      request_stop();
+    }
     lock.lock();
   }
   loop_running_ = false;
@@ -265,6 +279,10 @@ void Service::request_stop() {
   std::lock_guard lock(stop_mutex_);
   stop_requested_ = true;
   stop_cv_.notify_all();
+}
+
+std::string Service::failure() const {
+  return parts_ && parts_->runtime ? parts_->runtime->failure() : std::string();
 }
 
 bool Service::stop_requested() const {

@@ -3,6 +3,8 @@
 #include "controller/api/http_api.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -24,6 +26,11 @@
 
 namespace lagpilot {
 namespace {
+
+// Request threads: one per open keep-alive connection (see the constructor).
+constexpr std::size_t kApiThreads = 128;
+constexpr std::size_t kKeepAliveMaxRequests = 100000;
+constexpr int kListenBacklog = 1024;
 
 // Handlers throw ApiError (api_requests.h); the dispatch wrapper turns it into {"error": {...}}.
 
@@ -131,8 +138,7 @@ nlohmann::json status_document(ApiContext& ctx, bool operator_paused) {
     workers["busy"] = obs->busy_workers;
     lag["total"] = obs->total_lag;
     for (const PartitionLag& p : obs->partition_lag) {
-      lag["partitions"].push_back(
-          {{"topic", p.topic}, {"partition", p.partition}, {"lag", p.lag}});
+      lag["partitions"].push_back({{"topic", p.topic}, {"partition", p.partition}, {"lag", p.lag}});
     }
     rates = {{"arrival_messages_per_second", obs->arrival_rate},
              {"processed_messages_per_second", obs->processed_rate},
@@ -360,9 +366,9 @@ struct HttpApi::Impl {
       ctx.set_paused(paused);
       operator_paused.store(paused);
       // Under pause_mutex: the log shows pauses and resumes in the order they took effect.
-      ctx.controller.record_event(ctx.clock.now(), "api",
-                                  std::string(what) + " by api" +
-                                      (reason.empty() ? "" : ": " + reason));
+      ctx.controller.record_event(
+          ctx.clock.now(), "api",
+          std::string(what) + " by api" + (reason.empty() ? "" : ": " + reason));
     }
     spdlog::info("http api: consumption {} from {} ({})", what, req.remote_addr,
                  reason.empty() ? "no reason given" : reason);
@@ -374,6 +380,7 @@ struct HttpApi::Impl {
   ApiContext ctx;
   httplib::Server server;
   std::thread thread;
+  socket_t listen_socket = -1;  // set by the socket-options callback during bind (start())
   int port = 0;
   bool started = false;  // start()/stop() thread only
   bool stopped = false;
@@ -388,10 +395,23 @@ HttpApi::HttpApi(ApiContext context) : impl_(std::make_unique<Impl>(std::move(co
   // httplib's default socket options add SO_REUSEPORT, with which a second process could bind
   // the same port and silently take half of the requests: keep SO_REUSEADDR only (quick
   // restarts after TIME_WAIT).
-  impl_->server.set_socket_options([](socket_t sock) {
+  impl_->server.set_socket_options([m = impl_.get()](socket_t sock) {
+    m->listen_socket = sock;  // see start(): the backlog
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    // Also here: these options replace httplib's; accepted sockets inherit it from the listener.
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
   });
+  // Without TCP_NODELAY a small answer waits for the client's delayed ACK (Nagle): about 40 ms
+  // per request on a keep-alive connection.
+  impl_->server.set_tcp_nodelay(true);
+  // A keep-alive connection holds one of these threads for as long as it stays open, so the
+  // pool is sized for many concurrent clients (scrapers, dashboards, load tests), not for the
+  // cores; the threads sleep when idle. httplib's default (about the core count) made the 9th
+  // keep-alive client wait for another to close.
+  impl_->server.new_task_queue = [] { return new httplib::ThreadPool(kApiThreads); };
+  // httplib closes a keep-alive connection after 5 requests by default: a reconnect each time.
+  impl_->server.set_keep_alive_max_count(kKeepAliveMaxRequests);
   impl_->server.set_payload_max_length(kMaxBodyBytes);
   impl_->server.set_read_timeout(5, 0);
   impl_->server.set_write_timeout(5, 0);
@@ -418,6 +438,10 @@ bool HttpApi::start(const std::string& host, int port) {
     spdlog::error("http api: cannot listen on {}:{}", host, port);
     return false;
   }
+  // httplib listens with a backlog of 5: 64 clients connecting at once overflow it, and the
+  // overflowing ones retry their SYN after 1 s (a 1 s outlier, or a client timeout). Listening
+  // again on the bound socket raises the backlog (Linux).
+  if (m.listen_socket >= 0) ::listen(m.listen_socket, kListenBacklog);
   m.started = true;
   m.port = bound;
   m.thread = std::thread([&m] {

@@ -3,7 +3,7 @@
 namespace lagpilot {
 
 CalibrationTarget::Reading LiveCalibrationTarget::read() {
-  const SourceStats stats = source_.stats(true);
+  const SourceStats stats = source_.refreshed_stats(2.0);
   assigned_partitions_ = stats.assigned_partitions;
   Reading r;
   r.completed = pool_.completed();

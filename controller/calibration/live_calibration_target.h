@@ -7,7 +7,7 @@
 
 namespace lagpilot {
 
-// A KafkaSource feeding a WorkerPool. Lag is KafkaSource::stats(true).total_lag (watermarks
+// A KafkaSource feeding a WorkerPool. Lag is KafkaSource::refreshed_stats().total_lag (watermarks
 // queried from the brokers: about 1 ms per partition on loopback), completed is
 // WorkerPool::completed(). Use it from the source's control thread (KafkaSource::stats()).
 class LiveCalibrationTarget final : public CalibrationTarget {

@@ -139,6 +139,11 @@ ConsumerConf build_consumer_conf(const KafkaSourceConfig& cfg) {
   for (const auto& [name, value] : cfg.properties) {
     conf_set(conf, name, value, "kafka.properties." + name);
   }
+  const std::string reset = conf_get(conf, "auto.offset.reset");
+  if (reset == "latest" || reset == "largest" || reset == "end") {
+    c.reset_to_latest = true;
+    conf_set(conf, "auto.offset.reset", "earliest", "kafka.properties.auto.offset.reset");
+  }
   auto user_auto_commit = cfg.properties.find("enable.auto.commit");
   if (user_auto_commit != cfg.properties.end() && user_auto_commit->second != "false") {
     spdlog::warn(

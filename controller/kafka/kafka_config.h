@@ -44,6 +44,11 @@ struct ConsumerConf {
   int64_t fetch_max_bytes = 52428800;
   int64_t max_partition_fetch_bytes = 1048576;
   double max_poll_interval_seconds = 300.0;
+  // The user asked for auto.offset.reset=latest (largest, end). librdkafka is given earliest
+  // instead, so that a committed offset that fell out of range is never reset to the end in
+  // silence; the source applies `latest` itself, only to partitions that have no committed
+  // offset, and counts what it skips (KafkaSource::Core::resolve_committed).
+  bool reset_to_latest = false;
 };
 
 // Builds the consumer configuration: our defaults, then the user's properties, then

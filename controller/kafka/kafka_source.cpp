@@ -20,6 +20,7 @@ KafkaSource::Core::Core(KafkaSourceConfig c, ConsumerConf cc, WorkerPool& p, Mes
       fetch_max_bytes(cc.fetch_max_bytes),
       max_partition_fetch_bytes(cc.max_partition_fetch_bytes) {
   max_poll_interval_seconds = cc.max_poll_interval_seconds;
+  reset_to_latest = cc.reset_to_latest;
   const auto capacity = static_cast<int64_t>(pool.queue_capacity());
   max_unfinished =
       config.max_unfinished > 0 ? config.max_unfinished : std::max<int64_t>(2 * capacity, 2);
@@ -76,12 +77,17 @@ void KafkaSource::start() {
   spdlog::info("kafka: consumer group {} subscribed to {} (ordering {})", c.config.group_id, names,
                c.config.ordering);
   auto core = core_;
+  c.refresher = std::thread([core] { core->refresh_loop(); });
   poll_thread_ = std::thread([core] {
+    // Nothing in the loop should throw. If something does, consumption has stopped: the
+    // failure is recorded (readiness fails, the service stops and exits non-zero) and stop()
+    // runs the drain and the final commit the loop did not reach.
     try {
       core->poll_loop();
     } catch (const std::exception& e) {
-      // Nothing in the loop should throw; if it does, consumption stops loudly, not silently.
-      spdlog::error("kafka: poll thread failed, consumption stopped: {}", e.what());
+      core->record_poll_failure(e.what());
+    } catch (...) {
+      core->record_poll_failure("non-standard exception");
     }
   });
 }
@@ -91,6 +97,25 @@ void KafkaSource::pause_consumption() {
 }
 void KafkaSource::resume_consumption() {
   core_->operator_paused.store(false);
+}
+
+void KafkaSource::Core::record_poll_failure(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu);
+    failure = "kafka poll thread failed: " + what;
+  }
+  poll_failed.store(true);
+  spdlog::error("kafka: poll thread failed, consumption stopped: {}", what);
+}
+
+std::string KafkaSource::failure() const {
+  if (!core_->poll_failed.load()) return "";
+  std::lock_guard<std::mutex> lock(core_->failure_mu);
+  return core_->failure;
+}
+
+void KafkaSource::inject_poll_failure_for_testing() {
+  core_->inject_poll_fault.store(true);
 }
 
 bool KafkaSource::joined() const {
@@ -113,6 +138,17 @@ void KafkaSource::stop(double timeout_seconds) {
     rd_kafka_queue_yield(queue.get());
   }
   if (poll_thread_.joinable()) poll_thread_.join();
+  if (c.poll_failed.load()) {
+    // The loop died before its own drain: run it here (the poll thread is gone, so this thread
+    // is the only one on the poll side now).
+    try {
+      c.shutdown_drain();
+    } catch (const std::exception& e) {
+      spdlog::error("kafka: stop after a poll-thread failure: drain and commit failed: {}",
+                    e.what());
+    }
+  }
+  c.stop_refresher();  // it uses rk: before the handle goes
   // Leaves the group: the revoke callback runs here (nothing left to wait for; commits are
   // already done, so it commits nothing new).
   const rd_kafka_resp_err_t err = rd_kafka_consumer_close(c.rk.get());

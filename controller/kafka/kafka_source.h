@@ -13,8 +13,10 @@
 //   source_counters.h   the source's counters, declared once
 //
 // Threads.
-//  * Control thread: constructor, start(), stats(), pause_consumption(), resume_consumption(),
-//    stop(), joined(), destructor. (pause/resume/joined may be called from any thread.)
+//  * Control thread: constructor, start(), refreshed_stats(), take_record_age_p99(),
+//    pause_consumption(), resume_consumption(), stop(), joined(), destructor.
+//    (stats(), pause/resume and joined may be called from any thread.)
+//  * Lag refresher thread (started by start()): watermark queries, off the tick path.
 //  * Poll thread (started by start()): librdkafka polling, the rebalance and offset-commit
 //    callbacks, dispatch, pause/resume of partitions, periodic commits.
 //  * Pool workers: lane runs (the handler), then completion.
@@ -29,8 +31,8 @@
 //
 // Config checks logged as spdlog warnings: fetch.max.bytes above 50 MB; revoke_timeout_seconds
 // not below max.poll.interval.ms; enable.auto.commit=true (overridden); at run time, once:
-// a handler run longer than max.poll.interval.ms, and a pool queue smaller than one fetch
-// (estimated from the average message size).
+// a handler run longer than max.poll.interval.ms, and, once fetching has paused repeatedly, a
+// max_unfinished smaller than one fetch (estimated from the average message size).
 
 #include <cstdint>
 #include <memory>
@@ -72,7 +74,10 @@ struct SourceStats {
   int64_t max_unfinished = 0;  // the bound on unfinished (config, or 2 x the pool's queue)
   int64_t pending = 0;         // lanes (runs of messages) in the source's pending buffer now
   int64_t max_pending_seen = 0;
-  double record_age_p99_seconds = 0;  // now - record timestamp at completion, since last stats()
+  double record_age_p99_seconds = 0;  // now - record timestamp at completion, p99 over the
+                                      // tick's last window (take_record_age_p99)
+  double lag_age_seconds = -1;        // age of the oldest partition's high watermark (seconds
+                                      // since a broker query returned it); -1: not yet known
   double max_handler_seconds = 0;     // longest handler run so far (very fast handlers are
                                       // timed in groups: then the group's time, an upper bound)
   bool paused = false;                // partitions are paused now
@@ -111,10 +116,20 @@ class KafkaSource {
   // librdkafka refuses. Call once.
   void start();
 
-  // Control thread, once per tick. With refresh_watermarks, queries each assigned partition's
-  // watermarks from the brokers (blocking, about 1 ms per partition on loopback; bounded by a
-  // 2 s budget, then cached values), else reports the last known ones.
-  SourceStats stats(bool refresh_watermarks);
+  // Any thread. A snapshot: counters, and lag per partition from the watermarks the lag
+  // refresher last stored. No broker I/O, no waiting on the network, and nothing is reset, so
+  // any number of readers see the same figures; lag_age_seconds says how old the high
+  // watermarks are.
+  SourceStats stats() const;
+
+  // Control thread, not the tick (it blocks): asks the refresher for a round now and waits
+  // (at most timeout_seconds) until one that started after this call has finished, then
+  // returns stats(). For tests and for a final report.
+  SourceStats refreshed_stats(double timeout_seconds = 5.0);
+
+  // The control tick only (one taker): the p99 record age of the messages completed since the
+  // previous call, and starts a new window. stats() reports the last value taken.
+  double take_record_age_p99();
 
   // Operator pause: partitions are paused (polling goes on); workers finish what they hold.
   void pause_consumption();
@@ -125,6 +140,12 @@ class KafkaSource {
   void stop(double timeout_seconds);
 
   bool joined() const;  // has a non-empty assignment now
+
+  // Any thread. Empty while healthy; else why consumption stopped for good (the poll thread
+  // died). The owner should stop() (which still drains and commits) and exit non-zero.
+  std::string failure() const;
+  // Test seam (any thread): the poll loop throws at its next iteration.
+  void inject_poll_failure_for_testing();
 
   struct Core;  // internals (kafka_source_core.h)
 

@@ -7,13 +7,16 @@
 //   commits.cpp       async/sync commits of the done prefix, commit results
 //   rebalance.cpp     assign/revoke callbacks, reading the committed offsets
 //   retention.cpp     offset gaps checked against the log start (records lost to retention)
-//   source_stats.cpp  stats(): watermarks and lag per partition
+//   source_stats.cpp  the lag refresher thread (watermark queries) and stats() (a snapshot)
 //
 // Threads and locks.
 //  * Control thread: constructor, start(), stats(), stop(); pause/resume and joined() from any
 //    thread.
 //  * Poll thread (started by start()): librdkafka polling, the rebalance and offset-commit
 //    callbacks, dispatch, pause/resume of partitions, periodic commits.
+//  * Lag refresher thread (started by start(), joined by stop() before the handle goes):
+//    queries the watermarks every kLagRefreshMs, blocking only itself, and stores them in the
+//    PartitionStates under sched->mu.
 //  * Pool workers: the scheduler's lane runs.
 //  * sched->mu guards all dispatch state and every PartitionState field, including the ones
 //    this side keeps there (pause flags, committed offset, watermarks), and the counters. It is
@@ -25,7 +28,11 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/kafka/kafka_source.h"
@@ -36,6 +43,7 @@ namespace lagpilot {
 
 constexpr int kIdlePollMs = 50;           // consumer_poll timeout when nothing waits
 constexpr int kRefreshQueryMaxMs = 1000;  // one watermark query at most
+constexpr int kLagRefreshMs = 250;        // the refresher's period (lag is this much older)
 constexpr int kCommittedQueryMs = 3000;   // reading the committed offsets after an assign
 
 struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
@@ -54,6 +62,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   double max_poll_interval_seconds = 300.0;
   int64_t fetch_max_bytes = 52428800;
   int64_t max_partition_fetch_bytes = 1048576;
+  bool reset_to_latest = false;          // ConsumerConf::reset_to_latest
   std::shared_ptr<LaneScheduler> sched;  // pool tasks hold it too
 
   // ---- Atomics (control thread writes, poll thread reads) ----
@@ -61,6 +70,13 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   std::atomic<bool> stop_requested{false};   // atomic: set by stop(), read by the poll loop
   std::atomic<int> assigned{0};              // atomic: written by the poll thread, read anywhere
   SteadyTime stop_deadline{};                // written before stop_requested (release)
+  // atomic: set by the dying poll thread, read by any thread (readiness, the service's tick)
+  std::atomic<bool> poll_failed{false};
+  // atomic: test seam, set by any thread, read (and cleared) by the poll loop, which throws
+  std::atomic<bool> inject_poll_fault{false};
+  std::mutex failure_mu;  // guards failure
+  std::string failure;    // why the poll thread died (set before poll_failed)
+  void record_poll_failure(const std::string& what);
 
   // ---- Poll thread only ----
   std::vector<PartitionPtr> awaiting_committed;  // assigned, offsets unread
@@ -72,6 +88,17 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   std::vector<MessageRecord> records;                     // one poll's messages, as records
   std::vector<MessageHeaderView> header_views;            // their headers (records point into it)
   std::vector<std::array<std::size_t, 3>> header_ranges;  // (record, first header, count)
+
+  // ---- Lag refresher (source_stats.cpp) ----
+  std::thread refresher;
+  std::mutex refresh_mu;               // guards refresh_stop, refresh_rounds, refresh_now
+  std::condition_variable refresh_cv;  // refresh_mu: a stop, a wish for a round, a round done
+  bool refresh_stop = false;
+  bool refresh_now = false;     // a caller waits for a round: start it without the period
+  uint64_t refresh_rounds = 0;  // rounds completed
+  void refresh_loop();
+  void refresh_watermarks();  // one round (refresher thread)
+  void stop_refresher();      // control thread, before rk is closed
 
   // poll_loop.cpp
   void poll_loop();
@@ -102,6 +129,8 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
   void on_assign(rd_kafka_topic_partition_list_t* parts, bool cooperative);
   void resolve_committed();
+  void reset_to_end(const rd_kafka_topic_partition_list_t* committed,
+                    const std::vector<PartitionPtr>& parts, std::vector<int64_t>& start_at);
   void on_revoke(rd_kafka_topic_partition_list_t* parts, bool cooperative, bool lost);
 
   // retention.cpp

@@ -68,6 +68,13 @@ void LaneScheduler::stage(std::span<const MessageRecord> records, std::vector<Of
     }
     if (sp->next >= 0 && m.offset < sp->next) {
       ++sp->duplicates;
+      if (sp->backward_gap == 0) {
+        gaps.push_back(OffsetGap{sp->part, sp->next, m.offset, 0});
+        sp->backward_gap = gaps.size();
+      }
+      OffsetGap& back = gaps[sp->backward_gap - 1];
+      back.offset = std::min(back.offset, m.offset);
+      ++back.count;
       continue;
     }
     if (sp->next >= 0 && m.offset > sp->next)

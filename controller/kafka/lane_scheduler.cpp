@@ -354,7 +354,14 @@ void LaneScheduler::run_lanes(const std::vector<std::shared_ptr<Lane>>& lanes) {
       for (; i < lanes.size(); ++i) submit_or_buffer_locked(lanes[i]);
       return;
     }
-    run_lane(lanes[i]);
+    try {
+      run_lane(lanes[i]);
+    } catch (...) {
+      // The failed run cleaned up after itself; the lanes after it still get their turn.
+      std::lock_guard<std::mutex> lock(mu);
+      for (++i; i < lanes.size(); ++i) submit_or_buffer_locked(lanes[i]);
+      throw;
+    }
   }
 }
 // One pool task: runs up to kMaxRunMessages of a lane (kRunBudgetSeconds), then completes
@@ -389,71 +396,95 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
   // Without the lock: running.messages[begin, end) stay as they are until this lane's next
   // run, and the byte buffer too.
   RunScratch& scratch = run_scratch;
-  scratch.seconds.clear();
-  scratch.ages.clear();
-  scratch.failures.clear();
-  SourceMessage& msg = scratch.message;
-  msg.topic = part.topic;
-  msg.partition = part.partition;
-  const char* bytes = lane.running.bytes.data();
   const double run_start = clock_.now();
   double last = run_start;
-  double longest = 0;     // longest timed group (a single message unless very fast)
-  std::size_t group = 1;  // messages per clock read (see kTimeEachAboveSeconds)
-  std::size_t in_group = 0;
+  double longest = 0;  // longest timed group (a single message unless very fast)
   std::size_t i = begin;
   bool abandoned = false;  // the handler left messages[i] unfinished (MessageAbandoned)
-  while (i < end) {
-    if (closed.load(std::memory_order_relaxed) || part.revoked.load(std::memory_order_relaxed)) {
-      break;
+  try {
+    scratch.seconds.clear();
+    scratch.ages.clear();
+    scratch.failures.clear();
+    SourceMessage& msg = scratch.message;
+    msg.topic = part.topic;
+    msg.partition = part.partition;
+    const char* bytes = lane.running.bytes.data();
+    std::size_t group = 1;  // messages per clock read (see kTimeEachAboveSeconds)
+    std::size_t in_group = 0;
+    while (i < end) {
+      if (closed.load(std::memory_order_relaxed) || part.revoked.load(std::memory_order_relaxed)) {
+        break;
+      }
+      const QueuedMessage& q = lane.running.messages[i];
+      msg.offset = q.offset;
+      msg.timestamp_ms = q.timestamp_ms;
+      msg.has_key = q.has_key;
+      msg.key.assign(bytes + q.key_pos, q.key_len);
+      msg.value.assign(bytes + q.value_pos, q.value_len);
+      fill_headers(msg, lane.running, q);
+      if (run_fault_for_testing) run_fault_for_testing();
+      try {
+        handler_(msg);
+      } catch (const MessageAbandoned&) {
+        abandoned = true;
+        break;
+      } catch (const std::exception& e) {
+        scratch.failures.emplace_back(q.offset, e.what());
+      } catch (...) {
+        scratch.failures.emplace_back(q.offset, "non-standard exception");
+      }
+      ++i;
+      lane.done.store(i, std::memory_order_release);  // committable even if the next one hangs
+      ++in_group;
+      if (in_group == group || i == end) {
+        const double now = clock_.now();
+        const double took = now - last;
+        last = now;
+        const double each = took / static_cast<double>(in_group);
+        scratch.seconds.insert(scratch.seconds.end(), in_group, each);
+        longest = std::max(longest, took);
+        in_group = 0;
+        group = each < kTimeEachAboveSeconds ? std::min(2 * group, kMaxTimedGroup) : 1;
+        if (now - run_start >= kRunBudgetSeconds) break;
+      }
     }
-    const QueuedMessage& q = lane.running.messages[i];
-    msg.offset = q.offset;
-    msg.timestamp_ms = q.timestamp_ms;
-    msg.has_key = q.has_key;
-    msg.key.assign(bytes + q.key_pos, q.key_len);
-    msg.value.assign(bytes + q.value_pos, q.value_len);
-    fill_headers(msg, lane.running, q);
-    try {
-      handler_(msg);
-    } catch (const MessageAbandoned&) {
-      abandoned = true;
-      break;
-    } catch (const std::exception& e) {
-      scratch.failures.emplace_back(q.offset, e.what());
-    } catch (...) {
-      scratch.failures.emplace_back(q.offset, "non-standard exception");
-    }
-    ++i;
-    lane.done.store(i, std::memory_order_release);  // committable even if the next one hangs
-    ++in_group;
-    if (in_group == group || i == end) {
+    if (in_group > 0) {  // stopped early (given up) inside a timed group
       const double now = clock_.now();
       const double took = now - last;
       last = now;
-      const double each = took / static_cast<double>(in_group);
-      scratch.seconds.insert(scratch.seconds.end(), in_group, each);
+      scratch.seconds.insert(scratch.seconds.end(), in_group, took / static_cast<double>(in_group));
       longest = std::max(longest, took);
-      in_group = 0;
-      group = each < kTimeEachAboveSeconds ? std::min(2 * group, kMaxTimedGroup) : 1;
-      if (now - run_start >= kRunBudgetSeconds) break;
     }
-  }
-  if (in_group > 0) {  // stopped early (given up) inside a timed group
-    const double now = clock_.now();
-    const double took = now - last;
-    last = now;
-    scratch.seconds.insert(scratch.seconds.end(), in_group, took / static_cast<double>(in_group));
-    longest = std::max(longest, took);
-  }
-  // Record age at completion: one wall-clock read per run (a run lasts at most about
-  // kRunBudgetSeconds plus one handler call).
-  const int64_t now_ms = epoch_ms_now();
-  for (std::size_t k = begin; k < i; ++k) {
-    const int64_t ts = lane.running.messages[k].timestamp_ms;
-    if (ts >= 0) {
-      scratch.ages.push_back(static_cast<double>(now_ms - ts) / 1e3);
+    // Record age at completion: one wall-clock read per run (a run lasts at most about
+    // kRunBudgetSeconds plus one handler call).
+    const int64_t now_ms = epoch_ms_now();
+    for (std::size_t k = begin; k < i; ++k) {
+      const int64_t ts = lane.running.messages[k].timestamp_ms;
+      if (ts >= 0) {
+        scratch.ages.push_back(static_cast<double>(now_ms - ts) / 1e3);
+      }
     }
+  } catch (...) {
+    // Something outside the handler threw (a bug, or memory): the run must not stay listed
+    // in running_lanes_ (a dangling pointer once the lane goes) nor in kRunning. What ran
+    // completes; the rest of the lane is dropped (not committed: delivered again), and the
+    // exception goes on to the pool, which records it (the service then fails readiness and
+    // stops).
+    std::lock_guard<std::mutex> lock(mu);
+    --part.running;
+    running_lanes_.erase(std::find(running_lanes_.begin(), running_lanes_.end(), &lane));
+    flush_lane_locked(lane);
+    lane.next = i;
+    const auto ran = static_cast<int64_t>(i - begin);
+    const auto n_failed = static_cast<uint64_t>(scratch.failures.size());
+    release_locked(part, ran);
+    counters.processed += static_cast<uint64_t>(ran) - n_failed;
+    counters.failed += n_failed;
+    lane.state = LaneState::kIdle;
+    drop_lane_locked(lane);
+    forget_lane_locked(lane);
+    drain_pending_locked();
+    throw;
   }
 
   {

@@ -137,7 +137,9 @@ struct PartitionState {
   int64_t committed = -1;     // broker-acknowledged commit offset
   int64_t low = -1;           // watermarks, last known
   int64_t high = -1;
+  SteadyTime marks_at{};  // when a broker query last returned them ({}: never)
   bool expiry_warned = false;
+  uint64_t gap_warnings = 0;  // forward gaps above the log start seen (rate-limits their log)
 };
 
 using PartitionPtr = std::shared_ptr<PartitionState>;
@@ -173,12 +175,16 @@ struct Lane {
   std::size_t waiting() const { return inbox.size() + running.size() - next; }
 };
 
-// A jump in offsets (a message above the partition's next expected offset), for the consumer
-// side to check against the log start (retention loss or compaction).
+// A jump in offsets, for the consumer side to check against the watermarks. Forward (offset >
+// expected): records [expected, offset) were not delivered: retention loss, compaction or
+// transaction markers. Backward (offset < expected): `count` records of one poll, the lowest
+// at `offset`, were below the next expected offset: re-deliveries (counted in
+// duplicates_skipped), unless the log was truncated or recreated below us.
 struct OffsetGap {
   PartitionPtr part;
   int64_t expected;
   int64_t offset;
+  uint64_t count = 0;  // backward gaps only
 };
 
 class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
@@ -197,7 +203,8 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
   // Dispatches one poll's messages (see the algorithm): records for partitions not in the
   // table (or given up) are ignored; a paused partition's (or, with refuse_all, any) messages
   // are refused (counted, and remembered in refetch_from / repause); offsets below the
-  // partition's next offset are skipped as duplicates; jumps above it are appended to `gaps`.
+  // partition's next offset are skipped as duplicates (and appended to `gaps` as one backward
+  // gap per partition); jumps above it are appended to `gaps`.
   void dispatch(std::span<const MessageRecord> records, std::vector<OffsetGap>& gaps);
 
   // Adds a partition (starting position unknown until its tracker is reset). A partition
@@ -260,6 +267,11 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
 
   WorkerPool& pool() { return pool_; }
 
+  // Test seam: called by lane runs on their workers, outside the lock, before each message's
+  // handler; what it throws escapes the run as a bug would. Set before dispatching.
+  std::function<void()> run_fault_for_testing;
+  std::size_t running_lanes_locked() const { return running_lanes_.size(); }  // requires mu
+
   // ---- Guarded by mu ----
   std::mutex mu;
   std::map<std::pair<std::string, int32_t>, PartitionPtr> partitions;
@@ -270,7 +282,8 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
   int64_t max_pending_seen = 0;
   uint64_t consumed_bytes = 0;
   double max_handler_seconds = 0;  // longest timed group (a single message unless very fast)
-  LogHistogram ages;               // record age at completion, seconds
+  LogHistogram ages;               // record age at completion, seconds, since the last take
+  double last_age_p99 = 0;         // p99 of `ages` when the tick last took its window
   bool refuse_all = false;         // a pause is wanted for every partition: refuse messages
   // stop gave up: runs stop before their next message, nothing is submitted. Atomic: running
   // workers read it without the lock; written under mu.

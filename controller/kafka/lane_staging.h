@@ -33,6 +33,7 @@ struct StagedPartition {
   int64_t next = -1;             // the tracker's next_offset() as it will be after `offsets`
   uint64_t bytes = 0;            // keys + values accepted
   uint64_t duplicates = 0;       // below next: delivered before
+  std::size_t backward_gap = 0;  // gaps index + 1 of this poll's backward gap; 0: none
   uint64_t refused = 0;          // arrived while paused
   int64_t refused_from = -1;     // lowest offset refused
   std::size_t open_chunk = 0;    // groups index + 1 of the chunk being filled; 0: none
@@ -58,6 +59,7 @@ struct LaneScheduler::Staging {
       p.offsets.clear();
       p.bytes = p.duplicates = p.refused = 0;
       p.refused_from = -1;
+      p.backward_gap = 0;
       p.open_chunk = 0;
       p.key_groups.clear();
     }

@@ -10,7 +10,10 @@
 // the done prefix is committed synchronously and the partitions are unassigned.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "controller/kafka/kafka_source_core.h"
 
@@ -79,6 +82,11 @@ void KafkaSource::Core::resolve_committed() {
         "the first commit",
         rd_kafka_err2str(err));
   }
+  // auto.offset.reset=latest, applied here: only to the partitions the group has provably no
+  // committed offset for (the read succeeded), each started at its high watermark.
+  std::vector<int64_t> start_at(parts.size(), -1);
+  if (reset_to_latest && err == RD_KAFKA_RESP_ERR_NO_ERROR)
+    reset_to_end(list.get(), parts, start_at);
   std::string names;
   {
     std::lock_guard<std::mutex> lock(sched->mu);
@@ -91,6 +99,10 @@ void KafkaSource::Core::resolve_committed() {
               : -1;
       if (p.revoked || p.tracker.next_offset() >= 0) continue;  // (nothing dispatched yet)
       sched->start_partition_locked(p, offset);
+      // Not p.committed: the broker holds no offset yet; the first commit writes this one.
+      if (start_at[static_cast<std::size_t>(i)] >= 0) {
+        p.tracker.reset(start_at[static_cast<std::size_t>(i)]);
+      }
       if (offset >= 0) {
         names += (names.empty() ? "" : ", ") + partition_name(p.topic, p.partition) + "@" +
                  std::to_string(offset);
@@ -98,6 +110,47 @@ void KafkaSource::Core::resolve_committed() {
     }
   }
   if (!names.empty()) spdlog::info("kafka: committed offsets: {}", names);
+}
+
+void KafkaSource::Core::reset_to_end(const rd_kafka_topic_partition_list_t* committed,
+                                     const std::vector<PartitionPtr>& parts,
+                                     std::vector<int64_t>& start_at) {
+  RdKafkaPartitionList seeks = make_partition_list(static_cast<int>(parts.size()));
+  int64_t skipped = 0;
+  std::string names;
+  for (int i = 0; i < committed->cnt; ++i) {
+    const rd_kafka_topic_partition_t& e = committed->elems[i];
+    if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR || e.offset >= 0) continue;  // has one, or unknown
+    int64_t low = -1, high = -1;
+    if (rd_kafka_query_watermark_offsets(rk.get(), e.topic, e.partition, &low, &high,
+                                         kRefreshQueryMaxMs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        high < 0) {
+      spdlog::warn(
+          "kafka {}: auto.offset.reset=latest: the high watermark could not be read; starting "
+          "from the log start instead",
+          partition_name(e.topic, e.partition));
+      continue;
+    }
+    start_at[static_cast<std::size_t>(i)] = high;
+    rd_kafka_topic_partition_list_add(seeks.get(), e.topic, e.partition)->offset = high;
+    skipped += high - std::max<int64_t>(low, 0);
+    names += (names.empty() ? "" : ", ") + partition_name(e.topic, e.partition) + "@" +
+             std::to_string(high);
+  }
+  if (seeks->cnt == 0) return;
+  // Asynchronous (timeout 0): the fetchers restart from there.
+  if (RdKafkaError e{rd_kafka_seek_partitions(rk.get(), seeks.get(), 0)}) {
+    spdlog::warn("kafka: auto.offset.reset=latest: seek failed: {}",
+                 rd_kafka_error_string(e.get()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(sched->mu);
+    sched->counters.skipped_reset += static_cast<uint64_t>(skipped);
+  }
+  spdlog::warn(
+      "kafka: auto.offset.reset=latest and no committed offset for {}: {} records skipped, "
+      "never handled (lagpilot_records_skipped_total{{reason=\"offset_reset\"}})",
+      names, skipped);
 }
 
 void KafkaSource::Core::on_revoke(rd_kafka_topic_partition_list_t* parts, bool cooperative,

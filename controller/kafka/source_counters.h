@@ -35,6 +35,13 @@
     "Messages consumed, then given up (revoke or stop timeout); they are delivered again.") \
   X(duplicates_skipped, nullptr, nullptr, true,                                             \
     "Re-deliveries of an offset already dispatched, skipped.")                              \
+  X(skipped_gap, "lagpilot_records_skipped_total", "reason=offset_gap", true,               \
+    "Records skipped without being handled, by reason (offset_gap, offset_reset, "          \
+    "truncation).")                                                                         \
+  X(skipped_reset, "lagpilot_records_skipped_total", "reason=offset_reset", true,           \
+    "Records skipped by auto.offset.reset (a group without a committed offset).")           \
+  X(skipped_truncation, "lagpilot_records_skipped_total", "reason=truncation", true,        \
+    "Offsets consumed again below the position after a truncation (counted, not handled).") \
   X(refused_while_paused, nullptr, nullptr, false,                                          \
     "Messages delivered despite a pause, not taken; fetched again on resume.")              \
   X(pauses, "lagpilot_partition_pauses_total", nullptr, true,                               \

@@ -382,6 +382,8 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
       {"tick_time", o.time},
       {"tick_unix_seconds", now_epoch_seconds},
       {"tick_duration_seconds", tick_duration_seconds},
+      // At the tick; the status API adds the time since (lag_age_seconds).
+      {"lag_age_at_tick_seconds", s.lag_age_seconds},
       {"paused", s.paused},
       {"paused_partitions", std::move(paused_list)},
       {"assigned_partitions", s.assigned_partitions},

@@ -37,6 +37,11 @@
 //   lagpilot_messages_processed_total          cumulative counters (handler returned)
 //   lagpilot_messages_failed_total             (handler threw)
 //   lagpilot_messages_lost_to_retention_total  (expired before they were consumed)
+//   lagpilot_records_skipped_total{reason}     records committed past without a handler:
+//                                              offset_gap (not delivered, above the log start:
+//                                              compaction, transaction markers), offset_reset
+//                                              (auto.offset.reset=latest, new group),
+//                                              truncation (log truncated below the position)
 //   lagpilot_offset_commits_total{result}      result = success | failure
 //   lagpilot_partition_pauses_total            times the partitions were paused
 //   lagpilot_scale_events_total{direction,source}  direction = up | down, source = policy |

@@ -286,8 +286,12 @@ struct WorkerPool::Impl {
     task_in_progress = &in_progress;
     try {
       task();
+    } catch (const std::exception& e) {
+      threw = true;  // counted and recorded; the worker lives on
+      record_task_failure(e.what());
     } catch (...) {
-      threw = true;  // counted; the worker lives on
+      threw = true;
+      record_task_failure("non-standard exception");
     }
     task_in_progress = outer;
     const double end = clock_.now();
@@ -308,6 +312,16 @@ struct WorkerPool::Impl {
     self->busy = false;
     if (state_waiters_ > 0 && queue_.empty() && busy_.load(std::memory_order_relaxed) == 0)
       state_cv_.notify_all();
+  }
+
+  // A task that throws is a bug of its owner (the Kafka source's lane tasks catch what their
+  // handler throws): counted, and the first one kept for task_failure(); the owner reports it
+  // (the pool has no logger).
+  void record_task_failure(const char* what) {
+    std::lock_guard lock(mu_);
+    if (first_task_failure_.empty()) first_task_failure_ = what;
+    // After the reason: a reader that sees the count finds the reason under mu_.
+    task_failures_.fetch_add(1, std::memory_order_release);
   }
 
   // Batched items: counts them per bucket first, so that the shared atomic counters see one
@@ -518,6 +532,7 @@ struct WorkerPool::Impl {
   int waiting_ = 0;                               // workers blocked in work_cv_
   int state_waiters_ = 0;                         // threads blocked in state_cv_
   std::string last_error_;
+  std::string first_task_failure_;    // what the first task that threw said ("" if none yet)
   double window_start_ = 0.0;         // clock time the window began
   double busy_since_ = 0.0;           // busy_seconds_ integrated up to here
   double busy_seconds_ = 0.0;         // integral of busy_ over the window
@@ -527,7 +542,9 @@ struct WorkerPool::Impl {
   // Atomics written only under mu_ (so they agree with the queue and roster) but atomic so
   // that size(), busy(), queue_depth(), backpressure() and live_threads() read them without
   // the lock from any thread (control loop, metrics scrape, a poll loop).
-  std::atomic<int> active_{0};         // workers not asked to retire: size()
+  std::atomic<int> active_{0};  // workers not asked to retire: size()
+  // Tasks that threw. Atomic: bumped by workers outside mu_, read by task_failure() callers.
+  std::atomic<uint64_t> task_failures_{0};
   std::atomic<int> busy_{0};           // workers running a task
   std::atomic<int> live_threads_{0};   // threads inside their loop, retiring or not
   std::atomic<std::size_t> depth_{0};  // queue_.size(); stored with release after
@@ -587,6 +604,14 @@ std::size_t WorkerPool::queue_capacity() const {
 }
 bool WorkerPool::backpressure() const {
   return impl_->backpressure_.load(std::memory_order_relaxed);
+}
+std::string WorkerPool::task_failure() const {
+  if (impl_->task_failures_.load(std::memory_order_acquire) == 0) return "";
+  std::lock_guard lock(impl_->mu_);
+  return impl_->first_task_failure_;
+}
+uint64_t WorkerPool::task_failures() const {
+  return impl_->task_failures_.load(std::memory_order_relaxed);
 }
 std::string WorkerPool::last_error() const {
   std::lock_guard lock(impl_->mu_);

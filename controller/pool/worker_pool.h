@@ -109,6 +109,10 @@ class WorkerPool {
   uint64_t completed() const;
   // Tasks that threw since construction (the worker lives on), plus failed_items reported.
   uint64_t failed() const;
+  // Tasks that let an exception escape (any thread), and what the first one said ("" while
+  // none did). Counted in failed() too. Such a task is a bug of whoever submitted it.
+  uint64_t task_failures() const;
+  std::string task_failure() const;
   // Worker threads running now, including retired ones that have not exited yet.
   int live_threads() const;
   // Called with the new state each time backpressure() flips, from the thread that flipped it

@@ -92,6 +92,10 @@ class Service {
   // Asks the loop to stop after the tick in progress; returns at once.
   void request_stop();
   bool stop_requested() const;
+  // Any thread, after start(). Empty while healthy; else why the service stopped itself (the
+  // Kafka poll thread died, or a task threw into the worker pool): /readyz answers 503 with it,
+  // the loop stops after a bounded drain and commit, and the caller should exit non-zero.
+  std::string failure() const;
   // request_stop(), then waits for the tick thread, stops the API, stops fetching, lets the
   // messages in flight finish (bounded by shutdown_timeout_seconds) and commits. Idempotent.
   void stop();

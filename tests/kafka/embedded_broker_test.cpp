@@ -1,4 +1,3 @@
-#include "controller/steady_clock.h"
 #include "controller/loadgen/embedded_broker.h"
 
 #include <gtest/gtest.h>
@@ -17,8 +16,10 @@
 
 #include "controller/loadgen/message_codec.h"
 #include "controller/loadgen/producer.h"
+#include "controller/steady_clock.h"
 #include "kafka_test_util.h"
 #include "policies/clock.h"
+#include "tests/common/ci_skip.h"
 
 namespace lagpilot {
 namespace {
@@ -181,7 +182,8 @@ std::string run_capture(const std::string& cmd) {
 }
 
 TEST(EmbeddedBroker, KcatProducesAndConsumes) {
-  if (!kcat_available()) GTEST_SKIP() << "kcat not found on PATH; install kcat to run this test";
+  if (!kcat_available())
+    LAGPILOT_SKIP_UNLESS_CI("kcat not found on PATH; install kcat to run this test");
   EmbeddedBroker broker({.brokers = 1, .topics = {{"events", 1}}});
   const std::string& bootstrap = broker.bootstrap_servers();
   constexpr int kMessages = 100;
@@ -230,7 +232,8 @@ TEST(EmbeddedBroker, KcatProducesAndConsumes) {
 }
 
 TEST(EmbeddedBroker, KcatConsumesWhatPacedProducerWrote) {
-  if (!kcat_available()) GTEST_SKIP() << "kcat not found on PATH; install kcat to run this test";
+  if (!kcat_available())
+    LAGPILOT_SKIP_UNLESS_CI("kcat not found on PATH; install kcat to run this test");
   EmbeddedBroker broker({.brokers = 1, .topics = {{"events", 2}}});
   SteadyClock clock;
   std::atomic<bool> stop{false};

@@ -110,7 +110,7 @@ TEST(HttpSinkService, RetriesKeepKeyOrderAndEveryMessageEndsDeliveredOrDeadLette
   service.start();
   const bool committed_all = testing::wait_until(
       [&] {
-        const SourceStats s = service.runtime().source().stats(false);
+        const SourceStats s = service.runtime().source().stats();
         return !s.partitions.empty() &&
                s.partitions[0].committed >= static_cast<int64_t>(kMessages);
       },

@@ -2,16 +2,17 @@
 // per-key order, backpressure, retention loss accounting, broker faults, rebalances and
 // restarts (at-least-once). Each test joins a consumer group; the mock's first join takes ~3 s.
 
-#include "controller/steady_clock.h"
 #include "controller/kafka/kafka_source.h"
 
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -20,12 +21,11 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-#include <cstdlib>
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/message_codec.h"
 #include "controller/loadgen/producer.h"
 #include "controller/pool/worker_pool.h"
+#include "controller/steady_clock.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
 #include "tests/common/sequence_ledger.h"
@@ -114,7 +114,7 @@ std::string describe(const SourceStats& s) {
 // True once every assigned partition's committed offset reached its high watermark; the
 // last stats seen go to `last` for failure messages.
 bool all_committed(KafkaSource& source, int partitions, std::string* last = nullptr) {
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   if (last != nullptr) *last = describe(s);
   if (s.assigned_partitions != partitions) return false;
   for (const auto& p : s.partitions) {
@@ -242,7 +242,7 @@ TEST(KafkaSource, EverySequenceOnceUnderRandomPoolResizesWithKeyOrder) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(source, kPartitions, &last); }, 10)) << last;
   }
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   source.stop(10);
 
   EXPECT_EQ(ledger.missing(0, kMessages), 0u);
@@ -299,7 +299,7 @@ TEST(KafkaSource, BackpressurePausesAndResumesWithBoundedBuffers) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(source, 4, &last); }, 10)) << last;
   }
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   source.stop(10);
 
   EXPECT_EQ(ledger.missing(0, kMessages), 0u);
@@ -343,7 +343,7 @@ TEST(KafkaSource, RetentionLossIsCountedExactly) {
       std::string last;
       ASSERT_TRUE(wait_until([&] { return all_committed(a, 1, &last); }, 10)) << last;
     }
-    processed_a = a.stats(false).processed;
+    processed_a = a.stats().processed;
     a.stop(5);
   }
   ASSERT_EQ(processed_a, kFirst);
@@ -367,7 +367,7 @@ TEST(KafkaSource, RetentionLossIsCountedExactly) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(b, 1, &last); }, 10)) << last;
   }
-  const SourceStats s = b.stats(true);
+  const SourceStats s = b.refreshed_stats();
   b.stop(5);
 
   EXPECT_EQ(s.lost_to_retention, static_cast<uint64_t>(low) - kFirst);
@@ -426,7 +426,7 @@ TEST(KafkaSource, ConsumptionResumesAfterBrokerFaultsWithNothingLost) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(source, kPartitions, &last); }, 20)) << last;
   }
-  const SourceStats s = source.stats(true);
+  const SourceStats s = source.refreshed_stats();
   source.stop(10);
   EXPECT_GE(s.commit_failures, 1u);
   EXPECT_EQ(s.lost_to_retention, 0u);
@@ -483,7 +483,7 @@ TEST(KafkaSource, RestartRedeliversWhatWasNotCommitted) {
     std::string last;
     EXPECT_TRUE(wait_until([&] { return all_committed(b, 1, &last); }, 10)) << last;
   }
-  const SourceStats s = b.stats(true);
+  const SourceStats s = b.refreshed_stats();
   b.stop(5);
   EXPECT_EQ(s.processed, kMessages - kStuck);  // restarted exactly at the stuck offset
   EXPECT_EQ(ledger.count(kStuck), 2u);         // at-least-once: the stuck one ran twice
@@ -520,13 +520,13 @@ TEST(KafkaSource, RebalanceDrainsBeforeHandingPartitionsOver) {
   std::thread producer([&] { produced = produce(po); });
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= 2000; }, 20));
   b.start();
-  ASSERT_TRUE(wait_until(
-      [&] { return b.joined() && a.stats(false).assigned_partitions < kPartitions; }, 30));
+  ASSERT_TRUE(
+      wait_until([&] { return b.joined() && a.stats().assigned_partitions < kPartitions; }, 30));
   producer.join();
   ASSERT_EQ(produced.delivered, kMessages);
   ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60));
-  const SourceStats sa = a.stats(true);
-  const SourceStats sb = b.stats(true);
+  const SourceStats sa = a.refreshed_stats();
+  const SourceStats sb = b.refreshed_stats();
   a.stop(5);
   b.stop(5);
   EXPECT_EQ(sa.assigned_partitions + sb.assigned_partitions, kPartitions);
@@ -560,16 +560,26 @@ TEST(KafkaSource, OperatorPauseAndResume) {
   source.start();
   ASSERT_TRUE(wait_until([&] { return source.joined(); }, 20));
   ASSERT_EQ(produce(producer_options(broker, "ops", kMessages, 0)).delivered, kMessages);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  SourceStats s = source.stats(true);
-  EXPECT_TRUE(s.paused);
+  // A partition can be paused only once its fetcher has started (its first message arrives,
+  // refused): wait for that on every partition, and for the lag to show every message,
+  // instead of a fixed window (in which a partition may not have delivered anything yet).
+  SourceStats s;
+  const bool settled = wait_until(
+      [&] {
+        s = source.refreshed_stats();
+        if (!s.paused || s.total_lag != static_cast<int64_t>(kMessages)) return false;
+        for (const auto& p : s.partitions) {
+          if (!p.paused) return false;
+        }
+        return !s.partitions.empty();
+      },
+      20);
+  EXPECT_TRUE(settled) << describe(s);
   EXPECT_EQ(ledger.total(), 0u);
-  EXPECT_EQ(s.total_lag, static_cast<int64_t>(kMessages));
-  for (const auto& p : s.partitions) EXPECT_TRUE(p.paused);
   source.resume_consumption();
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= kMessages; }, 20));
-  EXPECT_TRUE(wait_until([&] { return source.stats(true).total_lag == 0; }, 10));
-  s = source.stats(false);
+  EXPECT_TRUE(wait_until([&] { return source.refreshed_stats().total_lag == 0; }, 10));
+  s = source.stats();
   EXPECT_FALSE(s.paused);
   source.stop(5);
   EXPECT_EQ(ledger.missing(0, kMessages), 0u);

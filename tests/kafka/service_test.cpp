@@ -91,7 +91,7 @@ TEST(Service, EveryMessageReachesTheHandlerAndTheLoopTicksOnItsOwnThread) {
   // The last tick's counters, then the source's final ones.
   const nlohmann::json& counters = status["runtime"]["counters"];
   EXPECT_LE(counters["processed"].get<uint64_t>(), handled.load());
-  EXPECT_EQ(service.runtime().source().stats(false).processed, handled.load());
+  EXPECT_EQ(service.runtime().source().stats().processed, handled.load());
 }
 
 TEST(Service, TicksOnTheCallersThreadWhenAskedAndStatusMatchesTheApi) {
@@ -208,7 +208,7 @@ TEST(Service, AFailingDeadLetterProduceHoldsTheCommitAndLosesNothing) {
   int64_t max_committed_while_refused = -1;
   bool saw_refusals = false;
   for (int i = 0; i < 600; ++i) {
-    const SourceStats s = service.runtime().source().stats(false);
+    const SourceStats s = service.runtime().source().stats();
     const nlohmann::json st = service.status();
     if (!s.partitions.empty()) {
       const int64_t committed = s.partitions[0].committed;
@@ -225,7 +225,7 @@ TEST(Service, AFailingDeadLetterProduceHoldsTheCommitAndLosesNothing) {
   EXPECT_EQ(deliveries["dead_letter_failures"], 5) << deliveries.dump();
   EXPECT_EQ(deliveries["dead_letter"], 1);
   EXPECT_EQ(deliveries["ok"], 199);
-  EXPECT_EQ(service.runtime().source().stats(false).partitions.at(0).committed, 200);
+  EXPECT_EQ(service.runtime().source().stats().partitions.at(0).committed, 200);
   service.stop();
   EXPECT_EQ(handled.load(), 199);
   const auto dlq = test_util::read_back(broker.bootstrap_servers(), "events.dlq", 1, 1);
