@@ -5,6 +5,7 @@
 //
 // Internal to the trace readers. Thread-safety: pure functions.
 
+#include <optional>
 #include <string>
 
 #include "sim/trace_csv.h"
