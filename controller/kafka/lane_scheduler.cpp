@@ -343,6 +343,22 @@ MessageBatch LaneScheduler::spare_batch_locked() {
   return b;
 }
 
+// A run of messages[begin, end) ends: it is unlisted, what it finished completes in the
+// tracker, and its messages (`failures` of them failed) leave the unfinished count. Returns how
+// many it ran.
+int64_t LaneScheduler::end_run_locked(Lane& lane, std::size_t begin, std::size_t end,
+                                      std::size_t failures) {
+  PartitionState& part = *lane.part;
+  --part.running;
+  running_lanes_.erase(std::find(running_lanes_.begin(), running_lanes_.end(), &lane));
+  flush_lane_locked(lane);
+  lane.next = end;
+  const auto ran = static_cast<int64_t>(end - begin);
+  release_locked(part, ran);
+  counters.processed += static_cast<uint64_t>(ran) - failures;
+  return ran;
+}
+
 // A task shared by several lanes runs them one after another; should they take longer than
 // expected (the handler slowed down), the lanes not started by kRunBudgetSeconds get pool
 // tasks of their own, so that other workers can take them.
@@ -471,15 +487,8 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
     // exception goes on to the pool, which records it (the service then fails readiness and
     // stops).
     std::lock_guard<std::mutex> lock(mu);
-    --part.running;
-    running_lanes_.erase(std::find(running_lanes_.begin(), running_lanes_.end(), &lane));
-    flush_lane_locked(lane);
-    lane.next = i;
-    const auto ran = static_cast<int64_t>(i - begin);
-    const auto n_failed = static_cast<uint64_t>(scratch.failures.size());
-    release_locked(part, ran);
-    counters.processed += static_cast<uint64_t>(ran) - n_failed;
-    counters.failed += n_failed;
+    end_run_locked(lane, begin, i, scratch.failures.size());
+    counters.failed += scratch.failures.size();
     lane.state = LaneState::kIdle;
     drop_lane_locked(lane);
     forget_lane_locked(lane);
@@ -489,14 +498,7 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
 
   {
     std::lock_guard<std::mutex> lock(mu);
-    --part.running;
-    running_lanes_.erase(std::find(running_lanes_.begin(), running_lanes_.end(), &lane));
-    flush_lane_locked(lane);
-    lane.next = i;
-    const auto ran = static_cast<int64_t>(i - begin);
-    const auto n_failed = static_cast<uint64_t>(scratch.failures.size());
-    release_locked(part, ran);
-    counters.processed += static_cast<uint64_t>(ran) - n_failed;
+    const int64_t ran = end_run_locked(lane, begin, i, scratch.failures.size());
     for (const auto& [offset, error] : scratch.failures) {
       ++counters.failed;
       if (counters.failed <= 10 || counters.failed % 1000 == 0) {

@@ -1,5 +1,7 @@
 #include "controller/metrics/delivery_metrics.h"
 
+#include "controller/metrics/metric_spec.h"
+
 namespace lagpilot {
 namespace {
 
@@ -17,12 +19,7 @@ enum DeliveryMetricId {
   kDeliveryMetricCount
 };
 
-struct Spec {
-  const char* name;
-  const char* help;
-};
-
-constexpr Spec kSpecs[kDeliveryMetricCount] = {
+constexpr MetricSpec kSpecs[kDeliveryMetricCount] = {
     {"lagpilot_deliveries_total",
      "Delivery outcomes: ok (the sink said done), retry (an attempt failed and was retried), "
      "dead_letter (produced to the dead-letter topic and acknowledged), dropped (a permanent "
@@ -42,11 +39,11 @@ constexpr Spec kSpecs[kDeliveryMetricCount] = {
 };
 
 prometheus::Family<prometheus::Counter>& counters(prometheus::Registry& r, DeliveryMetricId id) {
-  return prometheus::BuildCounter().Name(kSpecs[id].name).Help(kSpecs[id].help).Register(r);
+  return counter_family(r, kSpecs[id]);
 }
 
 prometheus::Family<prometheus::Gauge>& gauges(prometheus::Registry& r, DeliveryMetricId id) {
-  return prometheus::BuildGauge().Name(kSpecs[id].name).Help(kSpecs[id].help).Register(r);
+  return gauge_family(r, kSpecs[id]);
 }
 
 }  // namespace
@@ -92,7 +89,7 @@ void DeliveryMetrics::record(const DeliveryStats& s, uint64_t children_restarted
 
 std::vector<std::string> DeliveryMetrics::metric_names() {
   std::vector<std::string> names;
-  for (const Spec& spec : kSpecs) names.emplace_back(spec.name);
+  for (const MetricSpec& spec : kSpecs) names.emplace_back(spec.name);
   return names;
 }
 

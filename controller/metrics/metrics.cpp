@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "controller/metrics/metric_spec.h"
+
 namespace lagpilot {
 namespace {
 
@@ -40,11 +42,6 @@ enum MetricId {
   kRecommendedReplicas,
   kLastTickTimestamp,
   kMetricCount
-};
-
-struct MetricSpec {
-  const char* name;
-  const char* help;
 };
 
 constexpr MetricSpec kMetricSpecs[kMetricCount] = {
@@ -113,17 +110,11 @@ const prometheus::Histogram::BucketBoundaries kTickBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
 prometheus::Family<prometheus::Gauge>& gauge_family(prometheus::Registry& r, MetricId id) {
-  return prometheus::BuildGauge()
-      .Name(kMetricSpecs[id].name)
-      .Help(kMetricSpecs[id].help)
-      .Register(r);
+  return gauge_family(r, kMetricSpecs[id]);
 }
 
 prometheus::Family<prometheus::Counter>& counter_family(prometheus::Registry& r, MetricId id) {
-  return prometheus::BuildCounter()
-      .Name(kMetricSpecs[id].name)
-      .Help(kMetricSpecs[id].help)
-      .Register(r);
+  return counter_family(r, kMetricSpecs[id]);
 }
 
 prometheus::Gauge& gauge(prometheus::Registry& r, MetricId id) {
