@@ -6,8 +6,11 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "policies/config_reader.h"
 
@@ -61,6 +64,7 @@ HttpSinkConfig HttpSinkConfig::from_json(const nlohmann::json& j, const std::str
   r.read("timeout_seconds", c.timeout_seconds, 0.001, 3600.0);
   r.read("ce_source", c.ce_source);
   r.read("ce_type", c.ce_type);
+  r.read("ca_file", c.ca_file);
   if (const nlohmann::json* h = r.raw("headers")) {
     const std::string hpath = r.path_of("headers");
     if (!h->is_object()) throw ConfigError(hpath, "must be an object of header names to strings");
@@ -84,11 +88,36 @@ void HttpSinkConfig::write_keys(nlohmann::json& j) const {
   j["headers"] = headers;
   j["ce_source"] = ce_source;
   j["ce_type"] = ce_type;
+  if (!ca_file.empty()) j["ca_file"] = ca_file;
 }
 
 namespace {
 std::atomic<uint64_t> g_next_http_sink_id{1};  // atomic: sinks may be built on any thread
 }  // namespace
+
+// The headers of the last request stay in the multimap; a delivery rewrites the values that
+// change per record in place (their strings keep their capacity) and adds and removes only the
+// record's own Kafka headers. Multimap iterators stay valid across inserts and erases of
+// other entries.
+struct HttpSink::ThreadState {
+  std::unique_ptr<httplib::Client> client;
+  httplib::Headers headers;
+  httplib::Headers::iterator ce_id, ce_source, ce_time, ce_partitionkey;
+  bool has_time = false, has_partitionkey = false;
+  std::string source_topic;                        // the topic ce_source was built for
+  int64_t time_second = INT64_MIN;                 // the second ce_time's prefix shows
+  std::vector<httplib::Headers::iterator> record;  // this record's Kafka headers
+};
+
+struct HttpSink::ThreadStates {
+  std::mutex mu;  // guards states
+  std::vector<std::unique_ptr<ThreadState>> states;
+
+  void release(const ThreadState* state) {
+    std::lock_guard lock(mu);
+    std::erase_if(states, [&](const auto& s) { return s.get() == state; });
+  }
+};
 
 HttpSink::HttpSink(HttpSinkConfig config) : config_(std::move(config)), id_(g_next_http_sink_id++) {
   const std::string& url = config_.url;
@@ -103,10 +132,19 @@ HttpSink::HttpSink(HttpSinkConfig config) : config_(std::move(config)), id_(g_ne
   if (scheme_host_port_.size() <= scheme_end + 3) {
     throw ConfigError("handler.url", "has no host: \"" + url + "\"");
   }
+  if (!config_.ca_file.empty()) {
+    if (scheme != "https") {
+      throw ConfigError("handler.ca_file", "is set, but handler.url is not https://");
+    }
+    if (std::FILE* f = std::fopen(config_.ca_file.c_str(), "r")) {
+      std::fclose(f);
+    } else {
+      throw ConfigError("handler.ca_file", "cannot read \"" + config_.ca_file + "\"");
+    }
+  }
   new_client();  // fails early on a URL httplib cannot use (a bad port, say)
+  states_ = std::make_shared<ThreadStates>();
 }
-
-HttpSink::~HttpSink() = default;
 
 std::unique_ptr<httplib::Client> HttpSink::new_client() const {
   auto c = std::make_unique<httplib::Client>(scheme_host_port_);
@@ -118,44 +156,111 @@ std::unique_ptr<httplib::Client> HttpSink::new_client() const {
   c->set_write_timeout(micros);
   c->set_keep_alive(true);
   c->set_tcp_nodelay(true);
+  if (!config_.ca_file.empty()) c->set_ca_cert_path(config_.ca_file);
   return c;
 }
 
-httplib::Client& HttpSink::thread_client() {
-  // Destroyed when the worker's thread ends, which closes its connection.
-  thread_local std::unordered_map<uint64_t, std::unique_ptr<httplib::Client>> clients;
-  std::unique_ptr<httplib::Client>& c = clients[id_];
-  if (!c) c = new_client();
-  return *c;
+HttpSink::~HttpSink() = default;
+
+HttpSink::ThreadState& HttpSink::thread_state() {
+  // A thread's view: this sink's state by sink id. When the thread ends, it hands back the
+  // states of the sinks that are still alive, which closes their connections.
+  struct ThreadView {
+    struct Entry {
+      std::weak_ptr<ThreadStates> owner;
+      ThreadState* state = nullptr;
+    };
+    std::unordered_map<uint64_t, Entry> by_sink;
+    ~ThreadView() {
+      for (auto& [id, e] : by_sink) {
+        if (auto owner = e.owner.lock()) owner->release(e.state);
+      }
+    }
+  };
+  thread_local ThreadView view;
+  ThreadView::Entry& e = view.by_sink[id_];
+  if (e.state == nullptr) {
+    std::erase_if(view.by_sink, [](const auto& kv) { return kv.second.owner.expired(); });
+    auto state = std::make_unique<ThreadState>();
+    state->client = new_client();
+    state->headers.emplace("ce-specversion", "1.0");
+    state->headers.emplace("ce-type", config_.ce_type);
+    for (const auto& [name, value] : config_.headers) state->headers.emplace(name, value);
+    state->ce_id = state->headers.emplace("ce-id", "");
+    state->ce_source = state->headers.emplace("ce-source", config_.ce_source);
+    ThreadView::Entry& fresh = view.by_sink[id_];  // the erase above may have moved it
+    fresh = {states_, state.get()};
+    std::lock_guard lock(states_->mu);
+    states_->states.push_back(std::move(state));
+    return *fresh.state;
+  }
+  return *e.state;
 }
 
+namespace {
+
+void append_number(std::string& out, int64_t n) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
+  out.append(buf, end);
+}
+
+// Sets an optional header's value, adding or removing the entry as `present` says.
+void set_optional(httplib::Headers& headers, httplib::Headers::iterator& it, bool& has,
+                  const char* name, bool present) {
+  if (present && !has) it = headers.emplace(name, "");
+  if (!present && has) headers.erase(it);
+  has = present;
+}
+
+}  // namespace
+
 Delivery HttpSink::deliver(const SourceMessage& m) {
-  httplib::Headers headers;
-  headers.emplace("ce-specversion", "1.0");
-  headers.emplace("ce-id",
-                  m.topic + "/" + std::to_string(m.partition) + "/" + std::to_string(m.offset));
-  headers.emplace("ce-source",
-                  config_.ce_source.empty() ? "kafka://" + m.topic : config_.ce_source);
-  headers.emplace("ce-type", config_.ce_type);
-  if (m.timestamp_ms >= 0) headers.emplace("ce-time", rfc3339_utc(m.timestamp_ms));
-  if (m.has_key && sendable_header("ce-partitionkey", m.key)) {
-    headers.emplace("ce-partitionkey", m.key);
+  ThreadState& s = thread_state();
+  std::string& id = s.ce_id->second;
+  id.assign(m.topic).push_back('/');
+  append_number(id, m.partition);
+  id.push_back('/');
+  append_number(id, m.offset);
+  if (config_.ce_source.empty() && s.source_topic != m.topic) {
+    s.source_topic = m.topic;
+    s.ce_source->second.assign("kafka://").append(m.topic);
   }
-  for (const auto& [name, value] : config_.headers) headers.emplace(name, value);
+  set_optional(s.headers, s.ce_time, s.has_time, "ce-time", m.timestamp_ms >= 0);
+  if (s.has_time) {
+    // The date and time of day change once a second; only the milliseconds change per record.
+    const int64_t second = m.timestamp_ms / 1000;
+    std::string& time = s.ce_time->second;
+    if (second != s.time_second || time.size() < 5) {
+      time = rfc3339_utc(m.timestamp_ms);
+      s.time_second = second;
+    } else {
+      const int millis = static_cast<int>(m.timestamp_ms % 1000);
+      char* ms = time.data() + time.size() - 4;  // "...:56.789Z"
+      ms[0] = static_cast<char>('0' + millis / 100);
+      ms[1] = static_cast<char>('0' + millis / 10 % 10);
+      ms[2] = static_cast<char>('0' + millis % 10);
+    }
+  }
+  set_optional(s.headers, s.ce_partitionkey, s.has_partitionkey, "ce-partitionkey",
+               m.has_key && sendable_header("ce-partitionkey", m.key));
+  if (s.has_partitionkey) s.ce_partitionkey->second.assign(m.key);
   // The record's headers as HTTP headers (those HTTP can carry: a token name, no control
   // characters in the value); its content-type, if it has one, is the body's.
-  std::string content_type = "application/octet-stream";
+  static const std::string kOctetStream = "application/octet-stream";
+  const std::string* content_type = &kOctetStream;
   for (const auto& [name, value] : m.headers) {
     if (!sendable_header(name, value)) continue;
     if (iequals(name, "content-type")) {
-      content_type = value;
+      content_type = &value;
     } else {
-      headers.emplace(name, value);
+      s.record.push_back(s.headers.emplace(name, value));
     }
   }
 
-  httplib::Client& client = thread_client();
-  httplib::Result res = client.Post(path_, headers, m.value, content_type);
+  httplib::Result res = s.client->Post(path_, s.headers, m.value, *content_type);
+  for (const auto& it : s.record) s.headers.erase(it);
+  s.record.clear();
   if (!res) {
     // httplib closes a broken connection itself; the next attempt reconnects.
     return Delivery::retry(std::string("http: ") + httplib::to_string(res.error()));

@@ -190,6 +190,52 @@ TEST_F(HttpSinkTest, ConcurrentCallersGetAClientEach) {
   EXPECT_LE(client_ports_.size(), 4u);  // at most one connection per concurrent caller
 }
 
+// Each thread keeps its request headers between deliveries and rewrites the per-record ones:
+// nothing of one record may show up in the next request.
+TEST_F(HttpSinkTest, PerRecordAttributesDoNotLeakIntoTheNextRequest) {
+  HttpSink sink(config());
+  SourceMessage first = message();
+  first.headers = {{"x-trace", "abc"}};
+  ASSERT_EQ(sink.deliver(first).result, DeliveryResult::kDone);
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(last_.get_header_value("x-trace"), "abc");
+    EXPECT_EQ(last_.get_header_value("ce-partitionkey"), "user-7");
+  }
+  SourceMessage second = message();
+  second.topic = "clicks";
+  second.offset = 43;
+  second.has_key = false;
+  second.key.clear();
+  second.timestamp_ms = first.timestamp_ms + 1;  // the same second
+  ASSERT_EQ(sink.deliver(second).result, DeliveryResult::kDone);
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_FALSE(last_.has_header("x-trace"));
+    EXPECT_FALSE(last_.has_header("ce-partitionkey"));
+    EXPECT_EQ(last_.get_header_value("ce-id"), "clicks/3/43");
+    EXPECT_EQ(last_.get_header_value("ce-source"), "kafka://clicks");
+    EXPECT_EQ(last_.get_header_value("ce-time"), "2024-05-01T12:34:56.790Z");
+    EXPECT_EQ(last_.headers.count("ce-id"), 1u);
+  }
+  SourceMessage third = message();
+  third.timestamp_ms = first.timestamp_ms + 61'211;  // the next minute
+  third.key = "user-8";
+  ASSERT_EQ(sink.deliver(third).result, DeliveryResult::kDone);
+  SourceMessage fourth = message();
+  fourth.timestamp_ms = -1;
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(last_.get_header_value("ce-time"), "2024-05-01T12:35:58.000Z");
+    EXPECT_EQ(last_.get_header_value("ce-partitionkey"), "user-8");
+    EXPECT_EQ(last_.get_header_value("ce-source"), "kafka://events");
+  }
+  ASSERT_EQ(sink.deliver(fourth).result, DeliveryResult::kDone);
+  std::lock_guard lock(mu_);
+  EXPECT_FALSE(last_.has_header("ce-time"));
+  EXPECT_EQ(last_.get_header_value("ce-partitionkey"), "user-7");
+}
+
 TEST(HttpSinkConfig, RefusesBadUrlsAndHeaders) {
   for (const char* url : {"ftp://x/y", "http://", "localhost:8080/x"}) {
     HttpSinkConfig c;
@@ -213,6 +259,26 @@ TEST(HttpSinkConfig, RefusesBadUrlsAndHeaders) {
       {{"type", "http"}, {"url", "https://example.com/x"}, {"ce_type", "t"}}, "handler");
   EXPECT_EQ(c.url, "https://example.com/x");
   EXPECT_EQ(c.ce_type, "t");
+
+  HttpSinkConfig plain;
+  plain.url = "http://127.0.0.1:1/x";
+  plain.ca_file = "/etc/hostname";
+  try {
+    HttpSink sink(plain);
+    FAIL() << "accepted a CA file for http://";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "handler.ca_file");
+  }
+  HttpSinkConfig missing;
+  missing.url = "https://127.0.0.1:1/x";
+  missing.ca_file = "/nonexistent/ca.pem";
+  try {
+    HttpSink sink(missing);
+    FAIL() << "accepted an unreadable CA file";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "handler.ca_file");
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/ca.pem"), std::string::npos);
+  }
 }
 
 TEST(RetryAfter, SecondsAndHttpDates) {
