@@ -164,10 +164,11 @@ void ConsumerRuntime::start() {
   source_->start();
 }
 
-TickReport ConsumerRuntime::tick() {
+TickReport ConsumerRuntime::tick(const TickSchedule& schedule) {
   const double now = clock_.now();
   TickReport report;
-  report.decision = controller_->tick(now);
+  report.schedule = schedule;
+  report.decision = controller_->tick(now, schedule.late);
   report.observation = *controller_->last_observation();
   report.source = sampler_->last_stats();
   report.pool = sampler_->last_window();
@@ -221,7 +222,8 @@ std::string format_status_line(const TickReport& r, bool json) {
                         {"paused", r.source.paused},
                         {"assigned_partitions", r.source.assigned_partitions},
                         {"policy", d.policy},
-                        {"reason", describe(d)}};
+                        {"reason", describe(d)},
+                        {"late_seconds", r.schedule.late_seconds}};
     return j.dump();
   }
   char buf[256];

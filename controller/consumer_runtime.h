@@ -65,8 +65,9 @@ class ConsumerRuntime {
   void set_sink_pushback(std::function<double()> source);
   // Starts the pool and the Kafka source (subscribes). kafka.bootstrap_servers must be set.
   void start();
-  // One control iteration: sample, decide, guard, resize.
-  TickReport tick();
+  // One control iteration: sample, decide, guard, resize. `schedule` says how the tick kept
+  // its beat; the decision records why it was late.
+  TickReport tick(const TickSchedule& schedule = {});
   // Stops fetching, lets in-flight messages finish (bounded by shutdown_timeout_seconds),
   // commits and closes the consumer. Idempotent.
   void stop();

@@ -18,6 +18,7 @@
 #include "controller/sinks/exec_sink.h"
 #include "controller/sinks/http_sink.h"
 #include "controller/steady_clock.h"
+#include "controller/tick_beat.h"
 #include "lagpilot/lagpilot.h"
 #include "policies/config_reader.h"
 
@@ -198,7 +199,8 @@ void Service::start() {
     paused ? runtime.source().pause_consumption() : runtime.source().resume_consumption();
   };
   ctx.ready = [&runtime] {
-    if (std::string why = runtime.failure(); !why.empty()) return Readiness{false, "failed: " + why};
+    if (std::string why = runtime.failure(); !why.empty())
+      return Readiness{false, "failed: " + why};
     if (!runtime.source().joined()) return Readiness{false, "not yet assigned partitions"};
     if (runtime.controller().ticks() == 0) return Readiness{false, "no control tick yet"};
     return Readiness{true, ""};
@@ -238,23 +240,24 @@ void Service::run_until_stopped() {
   stop();
 }
 
-// Ticks every tick_seconds on the clock (a late tick is not skipped: the next one follows at
-// once), until a stop is requested. loop_running_ is true while it runs.
+// Ticks every tick_seconds on the clock (TickBeat: a late tick says why, and beats missed by
+// more than a period are skipped, not caught up), until a stop is requested. loop_running_ is
+// true while it runs.
 void Service::tick_loop() {
   Parts& p = *parts_;
-  const double period = config_.runtime.tick_seconds;
-  double next_tick = p.clock.now() + period;
+  TickBeat beat(config_.runtime.tick_seconds, p.clock.now());
   std::unique_lock lock(stop_mutex_);
   while (!stop_requested_) {
-    const double wait = next_tick - p.clock.now();
+    const double wait = beat.due() - p.clock.now();
     if (wait > 0 && stop_cv_.wait_for(lock, std::chrono::duration<double>(wait),
                                       [this] { return stop_requested_; })) {
       break;
     }
-    next_tick += period;
     lock.unlock();
     const double tick_start = p.clock.now();
-    const TickReport report = p.runtime->tick();
+    const TickSchedule schedule = beat.begin(tick_start);
+    if (!schedule.late.empty()) spdlog::info("control tick {}", schedule.late);
+    const TickReport report = p.runtime->tick(schedule);
     p.metrics->record_tick(report, p.runtime->controller().guard_config(),
                            report.decision.source == "override", p.clock.now() - tick_start,
                            unix_seconds_now());
@@ -263,6 +266,7 @@ void Service::tick_loop() {
       options_.on_status_line(format_status_line(report, options_.json_status_lines));
     }
     if (options_.on_tick) options_.on_tick(report);
+    beat.end(p.clock.now());
     // Crash-only: a runtime that failed (poll thread dead, a task threw into the pool) stops,
     // drains and commits (bounded), and the owner exits non-zero (failure()).
     if (std::string why = p.runtime->failure(); !why.empty()) {

@@ -5,14 +5,14 @@
 namespace lagpilot {
 
 ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
-                       GuardConfig guards, std::size_t decision_history)
+                         GuardConfig guards, std::size_t decision_history)
     : sampler_(sampler),
       actuator_(actuator),
       policy_(std::move(policy)),
       guards_(std::move(guards)),
       history_limit_(decision_history == 0 ? 1 : decision_history) {}
 
-Decision ControlLoop::tick(double now) {
+Decision ControlLoop::tick(double now, std::string_view late) {
   Observation obs = sampler_.sample(now);
   obs.time = now;
   std::unique_lock lock(mutex_);
@@ -25,6 +25,7 @@ Decision ControlLoop::tick(double now) {
   proposal.reason.clear();
   Decision d = guards_.apply(proposal, policy_->name(), obs);
   d.reason = std::move(reason);
+  d.late = late;
   last_observation_ = obs;
   ++ticks_;
   if (history_.size() >= history_limit_) {

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policies/guards.h"
@@ -52,8 +53,9 @@ class ControlLoop {
   ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
              GuardConfig guards, std::size_t decision_history = 1000);
 
-  // One iteration of the loop at time `now` (seconds, from the caller's clock).
-  Decision tick(double now);
+  // One iteration of the loop at time `now` (seconds, from the caller's clock). `late` says why
+  // the caller ran this tick late ("" when on schedule); the decision records it.
+  Decision tick(double now, std::string_view late = {});
 
   void set_listener(DecisionListener listener);
   // Swaps the policy from the next tick on; the decision log records it at `now`.

@@ -61,6 +61,7 @@ struct Decision {
   std::string reason;
   std::vector<std::string> guards;
   std::string source = "policy";  // "policy", or "override" when a manual pin set the size
+  std::string late;               // why the tick started late; "" when it ran on schedule
 };
 
 // Joins the reason and the guard notes into one line for logs and status output.

@@ -55,7 +55,7 @@ void send_error(httplib::Response& res, const ApiError& e) {
 nlohmann::json decision_json(const Decision& d) {
   return {{"time", d.time},     {"policy", d.policy},   {"policy_workers", d.policy_workers},
           {"guards", d.guards}, {"workers", d.workers}, {"previous_workers", d.previous_workers},
-          {"reason", d.reason}, {"source", d.source}};
+          {"reason", d.reason}, {"source", d.source}, {"late", d.late}};
 }
 
 nlohmann::json override_json(const std::optional<ManualOverride>& pin, double now) {

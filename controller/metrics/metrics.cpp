@@ -36,6 +36,8 @@ enum MetricId {
   kOverrideActive,
   kTickDuration,
   kTicks,
+  kTicksLate,
+  kTicksSkipped,
   kPolicyInfo,
   kWorkerThroughput,
   kNeededWorkers,
@@ -86,6 +88,12 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
     {"lagpilot_controller_tick_duration_seconds",
      "Wall time of one control tick: sample, decide, guard, resize."},
     {"lagpilot_controller_ticks_total", "Control ticks run."},
+    {"lagpilot_controller_ticks_late_total",
+     "Control ticks that started more than 5 % of tick_seconds after they were due (the "
+     "decision log says why)."},
+    {"lagpilot_controller_ticks_skipped_total",
+     "Control ticks not run because the loop fell more than a whole period behind (the beat "
+     "skips them rather than run a burst of back-to-back ticks)."},
     {"lagpilot_policy_info", "The active scaling policy (value always 1)."},
     {"lagpilot_worker_throughput_messages_per_second",
      "Estimated messages per second one busy worker finishes: processed rate / mean busy "
@@ -218,6 +226,8 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
                          .Register(*registry_)
                          .Add({}, kTickBuckets)),
       ticks_(counter(*registry_, kTicks)),
+      ticks_late_(counter(*registry_, kTicksLate)),
+      ticks_skipped_(counter(*registry_, kTicksSkipped)),
       policy_info_(gauge_family(*registry_, kPolicyInfo)),
       worker_throughput_(gauge(*registry_, kWorkerThroughput)),
       needed_workers_(gauge(*registry_, kNeededWorkers)),
@@ -344,6 +354,8 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
   override_active_.Set(override_active ? 1 : 0);
   tick_duration_.Observe(tick_duration_seconds);
   ticks_.Increment();
+  if (!report.schedule.late.empty()) ticks_late_.Increment();
+  ticks_skipped_.Increment(report.schedule.skipped);
 
   if (!policy_info_gauge_ || policy_info_name_ != d.policy) {
     if (policy_info_gauge_) policy_info_.Remove(policy_info_gauge_);
@@ -373,6 +385,7 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
       {"tick_time", o.time},
       {"tick_unix_seconds", now_epoch_seconds},
       {"tick_duration_seconds", tick_duration_seconds},
+      {"tick_late_seconds", report.schedule.late_seconds},
       // At the tick; the status API adds the time since (lag_age_seconds).
       {"lag_age_at_tick_seconds", s.lag_age_seconds},
       {"paused", s.paused},

@@ -53,6 +53,8 @@
 //   lagpilot_controller_tick_duration_seconds  histogram: wall time of one tick (sample,
 //                                              decide, guard, resize), measured by the caller
 //   lagpilot_controller_ticks_total            counter
+//   lagpilot_controller_ticks_late_total       counter: started > 5 % of a period after due
+//   lagpilot_controller_ticks_skipped_total    counter: beats missed by more than a period
 //   lagpilot_policy_info{policy}               gauge 1 for the active policy (info pattern)
 //   lagpilot_worker_throughput_messages_per_second  gauge: estimated messages/s one busy
 //                                              worker finishes (CapacityEstimator below; 0
@@ -203,6 +205,8 @@ class RuntimeMetrics {
   prometheus::Histogram& process_latency_;
   prometheus::Histogram& tick_duration_;
   prometheus::Counter& ticks_;
+  prometheus::Counter& ticks_late_;
+  prometheus::Counter& ticks_skipped_;
   prometheus::Family<prometheus::Gauge>& policy_info_;
   prometheus::Gauge& worker_throughput_;
   prometheus::Gauge& needed_workers_;

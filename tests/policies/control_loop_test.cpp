@@ -1,7 +1,8 @@
 // The ControlLoop loop with fake sampler/actuator and simulated time.
+#include "policies/control_loop.h"
+
 #include <gtest/gtest.h>
 
-#include "policies/control_loop.h"
 #include "policies/event_queue.h"
 #include "tests/policies/control_loop_fakes.h"
 
@@ -40,6 +41,16 @@ TEST(ControlLoop, TickSamplesDecidesGuardsAndActuates) {
   EXPECT_EQ(d.previous_workers, 10);
   EXPECT_EQ(c.ticks(), 2u);
   EXPECT_EQ(c.recent_decisions(10).size(), 2u);
+}
+
+TEST(ControlLoop, ALateTickIsRecordedInItsDecision) {
+  Fixture f;
+  ControlLoop c(f.sampler, f.actuator, std::make_unique<LagOverHundred>(), guards_without_window());
+  EXPECT_TRUE(c.tick(1.0).late.empty());
+  const Decision d = c.tick(2.4, "0.400 s late: the control thread woke late");
+  EXPECT_EQ(d.late, "0.400 s late: the control thread woke late");
+  EXPECT_EQ(c.recent_decisions(1).back().late, d.late);
+  EXPECT_NE(describe(d).find("late tick: 0.400 s late"), std::string::npos) << describe(d);
 }
 
 TEST(ControlLoop, DrivenByEventQueueWithOverrideExpiry) {
