@@ -20,6 +20,9 @@
 // message fetched again on resume (refused_while_paused counts these).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <string>
+
 #include "controller/kafka/kafka_source_core.h"
 
 namespace lagpilot {
@@ -108,6 +111,7 @@ void KafkaSource::Core::set_paused(const std::vector<PartitionPtr>& parts, bool 
 // to us) is a no-op for the data but does wake the broker thread.
 void KafkaSource::Core::wake_fetchers(const std::vector<PartitionPtr>& parts) {
   RdKafkaPartitionList list;
+  std::vector<PartitionPtr> seeking;  // parallel to list's entries
   {
     std::lock_guard<std::mutex> lock(sched->mu);
     for (const auto& p : parts) {
@@ -117,11 +121,48 @@ void KafkaSource::Core::wake_fetchers(const std::vector<PartitionPtr>& parts) {
       if (next < 0 || p->revoked) continue;
       if (!list) list = make_partition_list(static_cast<int>(parts.size()));
       rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->partition)->offset = next;
+      seeking.push_back(p);
     }
   }
   if (!list) return;
-  if (RdKafkaError e{rd_kafka_seek_partitions(rk.get(), list.get(), 0 /* async */)}) {
-    spdlog::debug("kafka: seek after resume failed: {}", rd_kafka_error_string(e.get()));
+  std::string call_error;
+  if (int n = inject_seek_faults.load();
+      n > 0 && inject_seek_faults.compare_exchange_strong(n, n - 1)) {
+    call_error = "injected seek fault";
+  } else if (RdKafkaError e{rd_kafka_seek_partitions(rk.get(), list.get(), 0 /* async */)}) {
+    call_error = rd_kafka_error_string(e.get());
+  }
+  // A seek that failed leaves the fetcher ahead of the messages to fetch again: taking what it
+  // delivers would skip them. So the partition keeps refetch_from (dispatch refuses its
+  // messages meanwhile) and the next poll iteration seeks again (update_pause_state).
+  std::lock_guard<std::mutex> lock(sched->mu);
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& e = list->elems[i];
+    PartitionState& p = *seeking[static_cast<std::size_t>(i)];
+    // An asynchronous seek marks each partition "in progress": that is its success.
+    const bool partition_failed =
+        e.err != RD_KAFKA_RESP_ERR_NO_ERROR && e.err != RD_KAFKA_RESP_ERR__IN_PROGRESS;
+    const std::string error = !call_error.empty() ? call_error
+                              : partition_failed  ? rd_kafka_err2str(e.err)
+                                                  : std::string();
+    if (error.empty()) {
+      if (p.seek_failures > 0) {
+        spdlog::info("kafka {}: seek to offset {} succeeded after {} failures",
+                     partition_name(p.topic, p.partition), e.offset, p.seek_failures);
+      }
+      p.seek_failures = 0;
+      continue;
+    }
+    if (p.revoked) continue;
+    p.refetch_from = p.refetch_from < 0 ? e.offset : std::min(p.refetch_from, e.offset);
+    const uint64_t n = ++p.seek_failures;
+    ++sched->counters.seek_failures;
+    if (n == 1 || n % 1000 == 0) {
+      spdlog::warn(
+          "kafka {}: seek to offset {} failed ({}, {} in a row): its messages are refused and "
+          "fetched again once a seek succeeds; retrying",
+          partition_name(p.topic, p.partition), e.offset, error, n);
+    }
   }
 }
 

@@ -114,6 +114,10 @@ std::string KafkaSource::failure() const {
   return core_->failure;
 }
 
+void KafkaSource::inject_seek_failures_for_testing(int count) {
+  core_->inject_seek_faults.store(count);
+}
+
 void KafkaSource::inject_poll_failure_for_testing() {
   core_->inject_poll_fault.store(true);
 }

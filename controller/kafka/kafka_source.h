@@ -146,6 +146,9 @@ class KafkaSource {
   std::string failure() const;
   // Test seam (any thread): the poll loop throws at its next iteration.
   void inject_poll_failure_for_testing();
+  // Tests: the next `count` seeks that restart a partition's fetcher (after a resume, or to
+  // fetch refused messages again) fail as if librdkafka had refused them.
+  void inject_seek_failures_for_testing(int count);
 
   struct Core;  // internals (kafka_source_core.h)
 

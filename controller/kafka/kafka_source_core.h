@@ -74,8 +74,9 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   std::atomic<bool> poll_failed{false};
   // atomic: test seam, set by any thread, read (and cleared) by the poll loop, which throws
   std::atomic<bool> inject_poll_fault{false};
-  std::mutex failure_mu;  // guards failure
-  std::string failure;    // why the poll thread died (set before poll_failed)
+  std::atomic<int> inject_seek_faults{0};  // the next N fetcher seeks fail (tests)
+  std::mutex failure_mu;                   // guards failure
+  std::string failure;                     // why the poll thread died (set before poll_failed)
   void record_poll_failure(const std::string& what);
 
   // ---- Poll thread only ----

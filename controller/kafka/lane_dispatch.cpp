@@ -58,7 +58,7 @@ void LaneScheduler::stage(std::span<const MessageRecord> records, std::vector<Of
       continue;
     }
     const PartitionState& part = *sp->part;
-    if (part.paused || refuse_all) {
+    if (part.paused || refuse_all || part.refetch_from >= 0) {
       // Paused (or not yet pausable, see flow_control.cpp) but a message arrived: do not take it
       // nor any later one of this partition; pause (again), and fetch again from the first
       // refused offset when resuming (wake_fetchers seeks there).

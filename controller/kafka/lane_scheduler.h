@@ -130,12 +130,15 @@ struct PartitionState {
   bool detached = false;  // removed from the assignment and from LaneScheduler::unfinished
 
   // ---- Consumer side (flow control, commits, retention, stats) ----
-  bool paused = false;        // rd_kafka_pause_partitions succeeded for it (dispatch refuses)
-  bool started = false;       // a message arrived: librdkafka has started its fetcher
-  bool repause = false;       // a message arrived although paused: pause again
-  int64_t refetch_from = -1;  // lowest offset refused while paused, to fetch again
-  int64_t committed = -1;     // broker-acknowledged commit offset
-  int64_t low = -1;           // watermarks, last known
+  bool paused = false;         // rd_kafka_pause_partitions succeeded for it (dispatch refuses)
+  bool started = false;        // a message arrived: librdkafka has started its fetcher
+  bool repause = false;        // a message arrived although paused: pause again
+  int64_t refetch_from = -1;   // lowest offset refused while paused, to fetch again; while it
+                               // is set, dispatch refuses this partition's messages too (the
+                               // fetcher is ahead of it until a seek there succeeds)
+  uint64_t seek_failures = 0;  // failed seeks to refetch_from in a row (retried every poll)
+  int64_t committed = -1;      // broker-acknowledged commit offset
+  int64_t low = -1;            // watermarks, last known
   int64_t high = -1;
   SteadyTime marks_at{};  // when a broker query last returned them ({}: never)
   bool expiry_warned = false;

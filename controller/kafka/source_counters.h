@@ -46,7 +46,10 @@
     "Messages delivered despite a pause, not taken; fetched again on resume.")              \
   X(pauses, "lagpilot_partition_pauses_total", nullptr, true,                               \
     "Times the assigned partitions were paused (backpressure or operator).")                \
-  X(resumes, nullptr, nullptr, true, "Times the paused partitions were resumed.")
+  X(resumes, nullptr, nullptr, true, "Times the paused partitions were resumed.")           \
+  X(seek_failures, "lagpilot_fetcher_seek_failures_total", nullptr, true,                   \
+    "Seeks restarting a partition's fetcher (on resume) that failed; retried every poll, "  \
+    "the partition's messages refused meanwhile.")
 
 namespace lagpilot {
 

@@ -318,6 +318,44 @@ TEST(KafkaSource, BackpressurePausesAndResumesWithBoundedBuffers) {
       max_depth.load(), kQueue);
 }
 
+// The seeks that restart fetchers after a backpressure pause fail (injected, as librdkafka
+// would report them): each is retried on the next poll, the partition's messages are refused
+// until one succeeds, and nothing is skipped or counted as an offset gap.
+TEST(KafkaSource, FailedFetcherSeeksAreRetriedAndSkipNothing) {
+  constexpr uint64_t kMessages = 3000;
+  constexpr int kFaults = 5;
+  EmbeddedBroker broker(EmbeddedBrokerOptions{1, {{"seeks", 4}}});
+  SteadyClock clock;
+  WorkerPool pool(WorkerPoolOptions{4, 4, 40, 0.8, 0.2}, clock);
+  SequenceLedger ledger(kMessages, 1);
+  KafkaSourceConfig config = test_config(broker, "seeks", "seeks-group");
+  config.ordering = "unordered";
+  KafkaSource source(
+      config, pool,
+      [&](const SourceMessage& m) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        ledger.record(m, false);
+      },
+      clock);
+  source.inject_seek_failures_for_testing(kFaults);
+  source.start();
+  ASSERT_EQ(produce(producer_options(broker, "seeks", kMessages, 0)).delivered, kMessages);
+  ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60))
+      << ledger.missing(0, kMessages) << " sequences never handled";
+  {
+    std::string last;
+    EXPECT_TRUE(wait_until([&] { return all_committed(source, 4, &last); }, 10)) << last;
+  }
+  const SourceStats s = source.refreshed_stats();
+  source.stop(10);
+  EXPECT_GE(s.resumes, 1u);
+  // Counted per partition: a failed call fails every partition it seeks (4 here).
+  EXPECT_GE(s.seek_failures, static_cast<uint64_t>(kFaults));
+  EXPECT_LE(s.seek_failures, static_cast<uint64_t>(4 * kFaults));
+  EXPECT_EQ(s.skipped_gap, 0u);
+  EXPECT_EQ(s.lost_to_retention, 0u);
+}
+
 // Records that expire before they are consumed are counted exactly, logged, and consumption
 // goes on from the log start. Phase A commits offset kFirst; then the partition is over-filled
 // past the mock's retention (~5 MB); phase B (same group) must count low watermark - kFirst.
