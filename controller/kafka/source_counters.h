@@ -24,7 +24,8 @@
   X(processed, "lagpilot_messages_processed_total", nullptr, true,                          \
     "Messages whose handler returned.")                                                     \
   X(failed, "lagpilot_messages_failed_total", nullptr, true,                                \
-    "Messages whose handler threw (their offsets still complete: at-least-once).")          \
+    "Messages whose handler threw; their offsets complete (under Service, the "             \
+    "delivery pipeline has retried and dead-lettered them first).")                         \
   X(lost_to_retention, "lagpilot_messages_lost_to_retention_total", nullptr, true,          \
     "Records that expired (log retention) before this consumer group consumed them.")       \
   X(commits, "lagpilot_offset_commits_total", "result=success", true,                       \
