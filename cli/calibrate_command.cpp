@@ -11,12 +11,11 @@
 #include <ctime>
 #include <iostream>
 
-#include "cli/config.h"
 #include "cli/commands.h"
+#include "cli/config.h"
 #include "cli/shutdown_signal.h"
 #include "controller/calibration/calibrator.h"
-#include "controller/calibration/live_calibration_target.h"
-#include "controller/calibration/saturating_producer.h"
+#include "controller/calibration/live_calibration.h"
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/synthetic_handler.h"
 #include "controller/steady_clock.h"
@@ -302,43 +301,27 @@ CommandMain add_calibrate_command(CLI::App& app) {
         options.dwell_seconds * steps.size());
 
     SteadyClock clock;
-    WorkerPoolOptions pool_options = run.pool;
-    pool_options.initial_workers = steps.front();
-    pool_options.max_workers = steps.back();
-    WorkerPool pool(pool_options, clock);
     auto synthetic = std::make_shared<SyntheticHandler>(run.handler.synthetic);
-    KafkaSource source(
-        run.kafka, pool, [synthetic](const SourceMessage& m) { (*synthetic)(m); }, clock);
-    SaturatingProducerOptions po;
-    po.bootstrap = run.kafka.bootstrap_servers;
-    po.topic = topic;
-    po.keys = o->keys;
-    SaturatingProducer producer(
-        po, [&pool] { return pool.completed(); }, clock);
-    producer.start();
-    source.start();
-
-    LiveCalibrationTarget target(source, pool);
+    LiveCalibrationSetup setup;
+    setup.kafka = run.kafka;
+    setup.pool = run.pool;
+    setup.handler = [synthetic](const SourceMessage& m) { (*synthetic)(m); };
+    setup.producer.keys = o->keys;
+    setup.options = options;
+    setup.sleep = [](double s) { return ShutdownSignal::wait_for(s); };
     ProgressPrinter printer(::isatty(STDERR_FILENO) == 1);
-    Calibrator calibrator(
-        options, target, clock, [](double s) { return ShutdownSignal::wait_for(s); },
-        [&printer](const CalibrationProgress& p) { printer(p); });
-    CalibrationResult result;
+    setup.progress = [&printer](const CalibrationProgress& p) { printer(p); };
+    LiveCalibration live;
     try {
-      result = calibrator.run();
+      live = calibrate_live(std::move(setup), clock);
     } catch (...) {
       printer.finish();
-      producer.stop(1.0);
-      source.stop(1.0);
-      pool.shutdown(0);
       throw;
     }
     printer.finish();
-    const int partitions = target.assigned_partitions();
-    producer.stop(1.0);
-    source.stop(1.0);  // the backlog is synthetic: no need to finish it
-    pool.shutdown(0);
-    const SaturatingProducerStats produced = producer.stats();
+    const CalibrationResult& result = live.result;
+    const int partitions = live.partitions;
+    const SaturatingProducerStats& produced = live.produced;
 
     nlohmann::json record = result.to_json();
     record["date"] = utc_now_iso8601();
