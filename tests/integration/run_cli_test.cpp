@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -181,6 +182,13 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
     }
     run.signal(SIGTERM);
     EXPECT_EQ(run.wait(), 0);
+  }
+  {
+    // A consumer that keeps up is not warned about its fetch and buffer sizes (the warning
+    // waits for repeated pauses), whatever the defaults are.
+    std::ifstream log(kScratch.path("term-run.log"));
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("smaller than one fetch"), std::string::npos) << text.substr(0, 2000);
   }
   const auto first = read_ledger(ledger).size();
   EXPECT_GE(first, 3000u);
