@@ -124,16 +124,9 @@ CommandMain add_tune_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto traces = std::make_shared<TraceOptions>();
   auto overrides = std::make_shared<SimOverrides>();
-  CLI::Option* policy_option = app.add_option(
-                                      "--policy", o->policy,
-                                      "Policy to tune: " +
-                                          [] {
-                                            std::string s;
-                                            for (const auto& n : policy_names())
-                                              s += (s.empty() ? "" : ", ") + n;
-                                            return s;
-                                          }())
-                                   ->capture_default_str();
+  CLI::Option* policy_option =
+      app.add_option("--policy", o->policy, "Policy to tune: " + policy_name_list())
+          ->capture_default_str();
   app.add_option("--train", o->train,
                  "Train trace (repeat for several); the search minimizes "
                  "the mean objective over them")
@@ -177,6 +170,7 @@ CommandMain add_tune_command(CLI::App& app) {
     const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     sim::SimConfig sc = sim_config(cfg);
     overrides->apply(sc);
+    match_model_to_reconstruction(*traces, cfg.sim, o->config_path, sc);
     if (o->seed_set) sc.seed = o->seed;
     if (traces->load.companion.size() && o->train.size() + o->test.size() > 1) {
       throw ConfigError("--companion", "applies to one lag recording; got " +
