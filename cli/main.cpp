@@ -18,8 +18,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "lagpilot: adaptive autoscaling controller for Kafka consumers.\n"
       "Samples consumer lag and latency every tick and resizes a worker pool with a policy\n"
-      "(" + lagpilot::policy_name_list() +
-      ") and guards; replays traces offline to compare them."};
+      "(" +
+      lagpilot::policy_name_list() + ") and guards; replays traces offline to compare them."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "lagpilot " LAGPILOT_VERSION);
 

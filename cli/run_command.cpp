@@ -87,8 +87,9 @@ CommandMain add_run_command(CLI::App& app) {
                "Start librdkafka's mock cluster in-process (same as \"broker\": \"embedded\")");
   app.add_option("--bootstrap", o->bootstrap,
                  "bootstrap.servers of an external cluster (sets \"broker\": \"external\")");
-  app.add_option("--policy", o->policy,
-                 "Policy name (" + policy_name_list() + "), overriding the config's (default params)");
+  app.add_option(
+      "--policy", o->policy,
+      "Policy name (" + policy_name_list() + "), overriding the config's (default params)");
   app.add_option("--ledger", o->ledger,
                  "Append every processed (topic, partition, offset, seq) to this file");
   app.add_option("--log-format", o->log_format, "Status line format")

@@ -144,8 +144,8 @@ CommandMain add_sim_command(CLI::App& app) {
   app.add_option("--policy", o->policies,
                  "Comma-separated policy specs: NAME (" + policy_name_list() +
                      "), static:N, NAME:key=value,...; "
-                 "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
-                 "'oracle-replay' its schedule through the simulator")
+                     "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
+                     "'oracle-replay' its schedule through the simulator")
       ->capture_default_str();
   app.add_option("--config", o->config_path,
                  "Config file: \"sim\", \"guards\", \"lag_slo\" and the params of the configured "

@@ -41,9 +41,9 @@ sim::Trace load_scaled_trace(const std::string& path, const TraceOptions& o,
   sim::Trace trace = sim::load_trace(path, o.load);
   if (o.speedup != 1.0) trace = sim::compress_time(std::move(trace), o.speedup);
   const double capacity_at_max = config.model.capacity(guards.max_workers);
-  const sim::PeakLoadChoice choice =
-      sim::choose_peak_load(o.peak_load, trace.peak_rate(), config.model.capacity(guards.min_workers),
-                            capacity_at_max, guards.min_workers, guards.max_workers);
+  const sim::PeakLoadChoice choice = sim::choose_peak_load(
+      o.peak_load, trace.peak_rate(), config.model.capacity(guards.min_workers), capacity_at_max,
+      guards.min_workers, guards.max_workers);
   if (choice.peak_load > 0) {
     trace = sim::scale_to_peak(std::move(trace), choice.peak_load * capacity_at_max);
   }

@@ -17,7 +17,7 @@
 //   lagpilot_processed_rate_messages_per_second
 //   lagpilot_process_latency_p50_seconds       gauges: handler run time quantiles over the last
 //   lagpilot_process_latency_p99_seconds       tick window (the pool's histogram bucket
-//                                              midpoints, within 1.6 %), as the controller saw
+//                                              midpoints, within 0.8 %), as the controller saw
 //                                              them. Window
 //                                              quantiles do not aggregate across processes:
 //                                              use the histogram below for fleet quantiles.

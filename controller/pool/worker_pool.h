@@ -52,7 +52,7 @@ struct PoolWindow {
   double seconds = 0.0;      // window length
   uint64_t completed = 0;    // tasks (or record_items() items) finished in the window
   double latency_p50 = 0.0;  // task run time, seconds (midpoint of the histogram bucket: within
-                             // 1.6 % of the measured nearest-rank quantile)
+                             // 0.8 % of the measured nearest-rank quantile)
   double latency_p99 = 0.0;
   double busy_mean = 0.0;  // mean busy workers over the window
   uint64_t failed = 0;     // tasks in the window that threw (also counted in completed)
@@ -133,7 +133,7 @@ class WorkerPool {
   // Called from any other thread, it only records the items. O(items), no lock.
   void record_items(std::span<const double> item_seconds, std::size_t failed_items = 0);
   // The value take_window() reports as p50/p99 for a task that ran `seconds`: the midpoint of
-  // its histogram bucket (32 log-linear buckets per octave from 0.95 us to 68 minutes; shorter
+  // its histogram bucket (64 log-linear buckets per octave from 0.95 us to 68 minutes; shorter
   // times report the first bucket's midpoint, longer ones the last's).
   static double latency_bucket_midpoint(double seconds);
   // Upper bound, seconds, of PoolWindow::latency_histogram's bucket i (the last one is open:

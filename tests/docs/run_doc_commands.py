@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-MAX_TRACE_ROWS = 3000
+MAX_TRACE_ROWS = 150
 DEMO_SECONDS = 10
 MAKE_STANDIN = """#!/usr/bin/env bash
 if [[ "$*" != run ]]; then echo "doc-commands: make $* is not run here" >&2; exit 1; fi
@@ -40,7 +40,8 @@ LAGPILOT_DEMO_SECONDS=%d exec scripts/run-demo.sh build/release/cli/lagpilot
 BLOCK_TIMEOUT_SECONDS = 150
 PARALLEL_BLOCKS = 4
 INVOCATION = re.compile(r"^\s*(lagpilot|\$B|build/release/cli/lagpilot|make run)\b", re.M)
-LOOSE_COMMAND = re.compile(r"^(lagpilot|\$B|build/release/cli/lagpilot)\s+(?!ctl\b)\w", re.M)
+LOOSE_COMMAND = re.compile(
+    r"^(lagpilot|\$B|build/release/cli/lagpilot)\s+(sim|tune|run|broker|produce|calibrate)\b", re.M)
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 SKIP = re.compile(r"<!--\s*doc-commands:\s*skip:\s*(.*?)\s*-->\s*$")
 

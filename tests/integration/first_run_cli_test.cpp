@@ -80,17 +80,17 @@ TEST(FirstRunCli, EveryBundledTraceGivesRowsThatDiffer) {
   ASSERT_GE(names.size(), 5u);
   for (const std::string& name : names) {
     const std::string json = kScratch.path(name + ".json");
-    auto r = run_command(stdout_only(kBinary + " sim --trace " +
-                                     shell_quote(cut_trace(name, kCutRows)) +
-                                     " --policy pid,threshold,hpa,static:16 --fidelity batch" +
-                                     " --json " + shell_quote(json)));
+    auto r = run_command(stdout_only(
+        kBinary + " sim --trace " + shell_quote(cut_trace(name, kCutRows)) +
+        " --policy pid,threshold,hpa,static:16 --fidelity batch" + " --json " + shell_quote(json)));
     ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
     expect_rows_differ(nlohmann::json::parse(slurp(json)), name);
     if (r.output.find("scaled to peak") != std::string::npos) {
       EXPECT_NE(first_line(r.output).find("--peak-load 0 keeps absolute rates"), std::string::npos)
-          << "the note is not the first line:\n" << r.output;
-      EXPECT_TRUE(nlohmann::json::parse(slurp(json))["trace"]["notes"].value(
-          "peak_load_automatic", false));
+          << "the note is not the first line:\n"
+          << r.output;
+      EXPECT_TRUE(
+          nlohmann::json::parse(slurp(json))["trace"]["notes"].value("peak_load_automatic", false));
     }
   }
   // The lag recording, with its companion and the per-worker rate of the recorded consumer.
@@ -114,7 +114,8 @@ TEST(FirstRunCli, PeakLoadZeroKeepsAbsoluteRatesAndSaysNothing) {
     EXPECT_EQ(run["kpis"]["max_workers"].get<int>(), 4) << "absolute rates are far below capacity";
   }
   // An explicit --peak-load is used as given, without the note.
-  r = run_command(kBinary + " sim --trace " + shell_quote(cut) + " --peak-load 1.5 --policy pid --fidelity batch");
+  r = run_command(kBinary + " sim --trace " + shell_quote(cut) +
+                  " --peak-load 1.5 --policy pid --fidelity batch");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("scaled to peak"), std::string::npos) << r.output;
 }
@@ -162,7 +163,8 @@ TEST(FirstRunCli, EveryPolicyListNamesEveryPolicyOfTheFactory) {
     std::string text = r.output;
     for (char& c : text) c = (c == '\n' || c == '\t') ? ' ' : c;
     EXPECT_NE(text.find(policy_name_list()), std::string::npos)
-        << command << " does not list " << policy_name_list() << ":\n" << r.output;
+        << command << " does not list " << policy_name_list() << ":\n"
+        << r.output;
   }
   const auto r = run_command(kBinary + " sim --trace " + kTraces +
                              "azure_AzureLLMInferenceTrace_code.csv --policy nosuch");

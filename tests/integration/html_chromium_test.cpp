@@ -77,10 +77,9 @@ BrowserLoad load_in_chromium(const std::string& chromium, const std::string& htm
       " --disable-default-apps --proxy-server=127.0.0.1:9"
       " --enable-logging=stderr --v=0" +
       (window_width > 0 ? " --window-size=" + std::to_string(window_width) + ",900" : "") +
-      " --user-data-dir=" +
-      shell_quote(dir / "profile") + " --log-net-log=" + shell_quote(net) + " --dump-dom " +
-      shell_quote("file://" + std::filesystem::absolute(html_path).string()) + " >" +
-      shell_quote(dom) + " 2>" + shell_quote(err) + ")";
+      " --user-data-dir=" + shell_quote(dir / "profile") + " --log-net-log=" + shell_quote(net) +
+      " --dump-dom " + shell_quote("file://" + std::filesystem::absolute(html_path).string()) +
+      " >" + shell_quote(dom) + " 2>" + shell_quote(err) + ")";
   BrowserLoad load;
   load.exit_code = run_command(cmd).exit_code;
   load.dom = slurp(dom);
@@ -179,8 +178,8 @@ WidthProbe probe_widths(const std::string& chromium, const std::string& html_pat
   static const std::regex kOut(R"(<pre id="width-probe">([^<]*)</pre>)");
   std::smatch m;
   if (load.exit_code != 0 || !std::regex_search(load.dom, m, kOut)) {
-    probe.error = "no probe output (exit " + std::to_string(load.exit_code) + "): " +
-                  load.stderr_text.substr(0, 2000);
+    probe.error = "no probe output (exit " + std::to_string(load.exit_code) +
+                  "): " + load.stderr_text.substr(0, 2000);
     return probe;
   }
   std::string text = m[1].str();

@@ -1,3 +1,5 @@
+#include "policies/log_histogram.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,31 +9,29 @@
 #include <random>
 #include <vector>
 
-#include "policies/log_histogram.h"
-
 namespace lagpilot {
 namespace {
 
-// The worker pool's layout: 32 buckets per octave from 2^-20 s to 2^12 s.
-using PoolBuckets = LogLinearBuckets<5, -20, 12>;
+// The worker pool's layout: 64 buckets per octave from 2^-20 s to 2^12 s.
+using PoolBuckets = LogLinearBuckets<6, -20, 12>;
 
 TEST(LogLinearBuckets, OutOfRangeValuesLandInTheFirstAndLastBucket) {
-  EXPECT_EQ(PoolBuckets::size(), 32 * 32);
+  EXPECT_EQ(PoolBuckets::size(), 32 * 64);
   EXPECT_EQ(PoolBuckets::index(0.0), 0);
   EXPECT_EQ(PoolBuckets::index(-1.0), 0);
   EXPECT_EQ(PoolBuckets::index(std::numeric_limits<double>::quiet_NaN()), 0);
   EXPECT_EQ(PoolBuckets::index(0x1.0p-20), 0);
-  EXPECT_EQ(PoolBuckets::index(0x1.0p-20 * (1 + 1.0 / 32)), 1);
+  EXPECT_EQ(PoolBuckets::index(0x1.0p-20 * (1 + 1.0 / 64)), 1);
   EXPECT_EQ(PoolBuckets::index(0x1.0p12), PoolBuckets::size() - 1);
   EXPECT_EQ(PoolBuckets::index(std::numeric_limits<double>::infinity()), PoolBuckets::size() - 1);
 }
 
-TEST(LogLinearBuckets, EveryValueLiesInItsBucketWithinOneSixtyFourthOfTheMidpoint) {
+TEST(LogLinearBuckets, EveryValueLiesInItsBucketWithinOneBucketHalfOfTheMidpoint) {
   for (double v = 1e-6; v < 4000; v *= 1.0137) {
     const int i = PoolBuckets::index(v);
     EXPECT_LE(PoolBuckets::lower_bound(i), v) << v;
     EXPECT_LT(v, PoolBuckets::upper_bound(i)) << v;
-    EXPECT_LE(std::abs(PoolBuckets::midpoint(i) - v), v / 64) << v;
+    EXPECT_LE(std::abs(PoolBuckets::midpoint(i) - v), v / 128) << v;
   }
   for (int i = 1; i < PoolBuckets::size(); ++i) {
     EXPECT_EQ(PoolBuckets::lower_bound(i), PoolBuckets::upper_bound(i - 1)) << i;
