@@ -447,6 +447,7 @@ CommandMain add_tune_command(CLI::App& app) {
       report.has_best_run = true;
       report.best_run_trace = sim::TraceInfo::of(shown);
       report.lag_slo = sc.lag_slo;
+      report.no_front_note = flat_note;
       write_output(o->html_out, sim::render_tune_html(report));
       spdlog::info("wrote {}", o->html_out);
     }

@@ -358,8 +358,12 @@ std::string render_tune_html(const TuneHtmlReport& report) {
   out << "<h2>Train and test</h2>\n";
   write_train_test_table(out, report);
   out << "<h2>Pareto front</h2>\n";
-  write_pareto_chart(out, report);
-  write_front_table(out, report);
+  if (!report.no_front_note.empty()) {
+    out << "<p class=\"note\" id=\"no-front\">" << html_escape(report.no_front_note) << "</p>\n";
+  } else {
+    write_pareto_chart(out, report);
+    write_front_table(out, report);
+  }
   if (report.has_best_run && !report.best_run.series.empty()) {
     out << "<h2>Best configuration over time</h2>\n<p class=\"sub\">"
         << html_escape(report.best_run.label + " on " + report.best_run_trace.source) << "</p>\n";

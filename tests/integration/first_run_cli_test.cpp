@@ -193,6 +193,14 @@ TEST(FirstRunCli, TuneOnATraceThatSaturatesEveryConfigurationSaysSoInsteadOfAFro
       << r.output;
   EXPECT_NE(r.output.find("--peak-load 1.2"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Pareto front ("), std::string::npos) << r.output;
+  // The HTML report says the same in place of the front's chart and table.
+  const std::string html = kScratch.path("flat-tune.html");
+  r = run_command(stdout_only(kBinary + " tune --policy pid --train " + trace +
+                              " --peak-load 0 --fidelity batch --budget 6 --html " + html));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string page = slurp(html);
+  EXPECT_NE(page.find("id=\"no-front\""), std::string::npos);
+  EXPECT_EQ(page.find("id=\"pareto-table\""), std::string::npos);
 
   // Left to choose, tune scales such a trace to 1.2x, and says so on its first line.
   r = run_command(stdout_only(kBinary + " tune --policy pid --train " + trace +
