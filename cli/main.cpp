@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "lagpilot/version.h"
+#include "policies/policy_factory.h"
 
 int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries results (tables, status lines, the broker's address).
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "lagpilot: adaptive autoscaling controller for Kafka consumers.\n"
       "Samples consumer lag and latency every tick and resizes a worker pool with a policy\n"
-      "(static, threshold, pid, hpa, keda) and guards; replays traces offline to compare them."};
+      "(" +
+      lagpilot::policy_name_list() + ") and guards; replays traces offline to compare them."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "lagpilot " LAGPILOT_VERSION);
 

@@ -13,6 +13,7 @@
 #include "cli/shutdown_signal.h"
 #include "controller/api/bearer_token.h"
 #include "lagpilot/lagpilot.h"
+#include "policies/policy_factory.h"
 
 namespace lagpilot::cli {
 namespace {
@@ -63,6 +64,19 @@ void apply_flags(const RunOptions& o, AppConfig& cfg) {
   }
 }
 
+// `line`, and on the first text line the API's address ("| API and /metrics on
+// http://127.0.0.1:9464"); JSON lines get an "api" field instead. Port 0: the API is off.
+std::string first_status_line_suffix(const std::string& line, bool first, bool json,
+                                     const std::string& host, int port) {
+  if (!first || port <= 0) return line;
+  const std::string url = "http://" + host + ":" + std::to_string(port);
+  if (!json) return line + " | API and /metrics on " + url;
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) return line;
+  j["api"] = url;
+  return j.dump();
+}
+
 }  // namespace
 
 CommandMain add_run_command(CLI::App& app) {
@@ -73,7 +87,9 @@ CommandMain add_run_command(CLI::App& app) {
                "Start librdkafka's mock cluster in-process (same as \"broker\": \"embedded\")");
   app.add_option("--bootstrap", o->bootstrap,
                  "bootstrap.servers of an external cluster (sets \"broker\": \"external\")");
-  app.add_option("--policy", o->policy, "Policy name, overriding the config's (default params)");
+  app.add_option(
+      "--policy", o->policy,
+      "Policy name (" + policy_name_list() + "), overriding the config's (default params)");
   app.add_option("--ledger", o->ledger,
                  "Append every processed (topic, partition, offset, seq) to this file");
   app.add_option("--log-format", o->log_format, "Status line format")
@@ -128,8 +144,15 @@ CommandMain add_run_command(CLI::App& app) {
     so.tick_thread = ServiceOptions::TickThread::kCaller;  // the main thread ticks
     if (!o->api_token_file.empty()) so.api_token = read_token_file(o->api_token_file);
     so.json_status_lines = o->log_format == "json";
-    so.on_status_line = [](const std::string& line) { std::cout << line << std::endl; };
     Service* service_ptr = nullptr;  // set before start(), so before the first tick
+    // The first status line also says where the API listens: with "--listen HOST:0" (a second
+    // demo beside the first, say) nobody else knows the port.
+    so.on_status_line = [&service_ptr, first = true, json = so.json_status_lines,
+                         host = cfg.http.host](const std::string& line) mutable {
+      std::cout << first_status_line_suffix(line, first, json, host, service_ptr->api_port())
+                << std::endl;
+      first = false;
+    };
     double start = 0;
     so.on_tick = [&](const TickReport& report) {
       const double now = service_ptr->clock().now();

@@ -142,10 +142,10 @@ CommandMain add_sim_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   add_trace_options(app, trace_options);
   app.add_option("--policy", o->policies,
-                 "Comma-separated policy specs: NAME (static, threshold, pid, hpa, keda, "
-                 "model), static:N, NAME:key=value,...; "
-                 "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
-                 "'oracle-replay' its schedule through the simulator")
+                 "Comma-separated policy specs: NAME (" + policy_name_list() +
+                     "), static:N, NAME:key=value,...; "
+                     "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
+                     "'oracle-replay' its schedule through the simulator")
       ->capture_default_str();
   app.add_option("--config", o->config_path,
                  "Config file: \"sim\", \"guards\", \"lag_slo\" and the params of the configured "
@@ -168,6 +168,7 @@ CommandMain add_sim_command(CLI::App& app) {
     sim::SimConfig sc = sim_config(cfg);
     if (o->seed_set) sc.seed = o->seed;
     overrides->apply(sc);
+    match_model_to_reconstruction(*trace_options, cfg.sim, o->config_path, sc);
     sc.record_series = !o->csv_out.empty() || !o->html_out.empty();
 
     std::vector<PolicySpec> specs;

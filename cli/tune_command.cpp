@@ -101,6 +101,31 @@ std::string params_text(const nlohmann::json& params) {
   return params.dump();
 }
 
+// When every configuration spent (nearly) the same seconds above the lag SLO, and some, the
+// trace saturates the consumer whatever the parameters: the Pareto front is a flat line that
+// shows no trade-off. Returns the sentence that says so (and what to do), else "".
+constexpr double kSameInfeasibility = 0.05;  // spread of seconds above the SLO, of the largest
+
+std::string equally_infeasible_note(const sim::TuneResult& result, int64_t lag_slo) {
+  double least = HUGE_VAL, most = 0.0;
+  int valid = 0;
+  for (const auto& e : result.evaluations) {
+    if (!e.error.empty()) continue;
+    ++valid;
+    least = std::min(least, e.seconds_above_slo);
+    most = std::max(most, e.seconds_above_slo);
+  }
+  if (valid < 2 || !(least > 0) || most - least > kSameInfeasibility * most) return "";
+  return "every configuration spent " + text::thousands(least) +
+         (most > least ? " to " + text::thousands(most) : std::string()) +
+         " s above the lag SLO of " + std::to_string(lag_slo) + " (within " +
+         text::fixed(100 * kSameInfeasibility, 0) +
+         " %): the train traces saturate the consumer whatever the parameters, so there is no "
+         "trade-off to show and no Pareto front. Scale the traces with --peak-load (for example "
+         "--peak-load 1.2: the peak at 1.2x the capacity at max workers) or raise the max "
+         "workers (guards.max_workers).\n";
+}
+
 nlohmann::json kpis_row_json(const sim::RunResult& run, const sim::ObjectiveWeights& w) {
   return {{"trace", run.label},
           {"objective", sim::run_objective(run.kpis, w)},
@@ -124,16 +149,9 @@ CommandMain add_tune_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto traces = std::make_shared<TraceOptions>();
   auto overrides = std::make_shared<SimOverrides>();
-  CLI::Option* policy_option = app.add_option(
-                                      "--policy", o->policy,
-                                      "Policy to tune: " +
-                                          [] {
-                                            std::string s;
-                                            for (const auto& n : policy_names())
-                                              s += (s.empty() ? "" : ", ") + n;
-                                            return s;
-                                          }())
-                                   ->capture_default_str();
+  CLI::Option* policy_option =
+      app.add_option("--policy", o->policy, "Policy to tune: " + policy_name_list())
+          ->capture_default_str();
   app.add_option("--train", o->train,
                  "Train trace (repeat for several); the search minimizes "
                  "the mean objective over them")
@@ -177,6 +195,7 @@ CommandMain add_tune_command(CLI::App& app) {
     const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     sim::SimConfig sc = sim_config(cfg);
     overrides->apply(sc);
+    match_model_to_reconstruction(*traces, cfg.sim, o->config_path, sc);
     if (o->seed_set) sc.seed = o->seed;
     if (traces->load.companion.size() && o->train.size() + o->test.size() > 1) {
       throw ConfigError("--companion", "applies to one lag recording; got " +
@@ -259,38 +278,43 @@ CommandMain add_tune_command(CLI::App& app) {
     const sim::TuneEvaluation& best = result.best_evaluation();
     std::cout << "objective: " << weights.describe() << " (workers; lower is better)\n\n";
 
-    // Pareto front.
-    std::cout << "Pareto front (" << result.pareto_front.size() << " of "
-              << result.evaluations.size()
-              << " configurations; worker-seconds vs seconds above the lag SLO of " << sc.lag_slo
-              << ", summed over train traces):\n";
-    // Configurations with equal (worker_s, above_slo_s) share a row: the lowest objective's.
-    std::vector<std::vector<std::string>> rows = {
-        {"", "objective", "worker_s", "above_slo_s", "actions", "parameters"}};
-    const auto& front = result.pareto_front;
-    for (std::size_t a = 0; a < front.size();) {
-      std::size_t b = a + 1;
-      std::size_t shown = front[a];
-      auto same_point = [&](std::size_t i, std::size_t j) {
-        return result.evaluations[i].worker_seconds == result.evaluations[j].worker_seconds &&
-               result.evaluations[i].seconds_above_slo == result.evaluations[j].seconds_above_slo;
-      };
-      bool has_best = front[a] == result.best;
-      for (; b < front.size() && same_point(front[a], front[b]); ++b) {
-        has_best = has_best || front[b] == result.best;
-        if (result.evaluations[front[b]].objective < result.evaluations[shown].objective) {
-          shown = front[b];
+    // Pareto front, unless there is none to speak of.
+    const std::string flat_note = equally_infeasible_note(result, sc.lag_slo);
+    std::vector<std::vector<std::string>> rows;
+    if (!flat_note.empty()) {
+      std::cout << flat_note << "\n";
+    } else {
+      std::cout << "Pareto front (" << result.pareto_front.size() << " of "
+                << result.evaluations.size()
+                << " configurations; worker-seconds vs seconds above the lag SLO of " << sc.lag_slo
+                << ", summed over train traces):\n";
+      // Configurations with equal (worker_s, above_slo_s) share a row: the lowest objective's.
+      rows = {{"", "objective", "worker_s", "above_slo_s", "actions", "parameters"}};
+      const auto& front = result.pareto_front;
+      for (std::size_t a = 0; a < front.size();) {
+        std::size_t b = a + 1;
+        std::size_t shown = front[a];
+        auto same_point = [&](std::size_t i, std::size_t j) {
+          return result.evaluations[i].worker_seconds == result.evaluations[j].worker_seconds &&
+                 result.evaluations[i].seconds_above_slo == result.evaluations[j].seconds_above_slo;
+        };
+        bool has_best = front[a] == result.best;
+        for (; b < front.size() && same_point(front[a], front[b]); ++b) {
+          has_best = has_best || front[b] == result.best;
+          if (result.evaluations[front[b]].objective < result.evaluations[shown].objective) {
+            shown = front[b];
+          }
         }
+        if (has_best) shown = result.best;
+        const auto& e = result.evaluations[shown];
+        std::string params = space.describe(e.values);
+        if (b - a > 1) params += "  (+" + std::to_string(b - a - 1) + " with the same point)";
+        rows.push_back({has_best ? "*" : "", text::fixed(e.objective, 4), cell(e.worker_seconds),
+                        cell(e.seconds_above_slo), std::to_string(e.scale_actions), params});
+        a = b;
       }
-      if (has_best) shown = result.best;
-      const auto& e = result.evaluations[shown];
-      std::string params = space.describe(e.values);
-      if (b - a > 1) params += "  (+" + std::to_string(b - a - 1) + " with the same point)";
-      rows.push_back({has_best ? "*" : "", text::fixed(e.objective, 4), cell(e.worker_seconds),
-                      cell(e.seconds_above_slo), std::to_string(e.scale_actions), params});
-      a = b;
+      std::cout << table(rows, {true, false, false, false, false, true}) << "\n";
     }
-    std::cout << table(rows, {true, false, false, false, false, true}) << "\n";
 
     // Best.
     std::cout << "best (objective " << text::fixed(best.objective, 4)
@@ -423,6 +447,7 @@ CommandMain add_tune_command(CLI::App& app) {
       report.has_best_run = true;
       report.best_run_trace = sim::TraceInfo::of(shown);
       report.lag_slo = sc.lag_slo;
+      report.no_front_note = flat_note;
       write_output(o->html_out, sim::render_tune_html(report));
       spdlog::info("wrote {}", o->html_out);
     }

@@ -10,12 +10,6 @@
 namespace lagpilot {
 namespace {
 
-std::string joined_names() {
-  std::string list;
-  for (const auto& n : policy_names()) list += (list.empty() ? "" : ", ") + n;
-  return list;
-}
-
 // "policy.params" -> "policy.name"; "x" -> "x.name" otherwise.
 std::string name_path_for(const std::string& params_path) {
   const std::string suffix = "params";
@@ -67,6 +61,12 @@ std::vector<std::string> split_top_level(const std::string& s) {
 
 }  // namespace
 
+std::string policy_name_list() {
+  std::string list;
+  for (const auto& n : policy_names()) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
 std::vector<std::string> policy_names() {
   return {"static", "threshold", "pid", "hpa", "keda", "model"};
 }
@@ -83,7 +83,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const nlohmann::jso
   if (name == "keda") return std::make_unique<KedaPolicy>(KedaParams::from_json(p, path));
   if (name == "model") return std::make_unique<ModelPolicy>(ModelParams::from_json(p, path));
   throw ConfigError(name_path_for(path),
-                    "unknown policy \"" + name + "\"; valid names: " + joined_names());
+                    "unknown policy \"" + name + "\"; valid names: " + policy_name_list());
 }
 
 nlohmann::json default_params(const std::string& name) {
@@ -97,7 +97,7 @@ PolicySpec parse_policy_spec(const std::string& text) {
   const auto colon = text.find(':');
   spec.name = trim(text.substr(0, colon));
   if (spec.name.empty()) {
-    throw ConfigError(where, "missing policy name; valid names: " + joined_names());
+    throw ConfigError(where, "missing policy name; valid names: " + policy_name_list());
   }
   if (colon != std::string::npos) {
     const std::string args = text.substr(colon + 1);

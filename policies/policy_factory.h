@@ -17,6 +17,10 @@ namespace lagpilot {
 // The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda", "model".
 std::vector<std::string> policy_names();
 
+// policy_names() joined with ", ", for help texts and errors, so that every list a user reads
+// names every policy there is.
+std::string policy_name_list();
+
 // Builds the named policy from its params object (null or {} means all defaults). `path` is
 // where the params sit in the document; errors name the field below it
 // ("policy.params.kp: must be >= 0, got -1"), an unknown key included. An unknown name is a

@@ -33,16 +33,18 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 h1 { font-size: 22px; margin: 8px 0 4px; }
 h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 .sub { color: var(--muted); margin: 0 0 12px; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr max-content 1fr; gap: 2px 14px; margin: 0; }
-dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; font-variant-numeric: tabular-nums; word-break: break-all; }
+dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr) max-content minmax(0, 1fr); gap: 2px 14px; margin: 0; }
+@media (max-width: 720px) { dl.facts { grid-template-columns: max-content minmax(0, 1fr); } }
+dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 table { font-size: 13px; border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 6px 0; }
-th, td { padding: 4px 7px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
-th { background: var(--zebra); font-weight: 600; vertical-align: bottom; }
+th, td { padding: 4px 6px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+th { background: var(--zebra); font-weight: 600; vertical-align: bottom; white-space: normal; }
 th small { display: block; font-weight: 400; color: var(--muted); }
 td.name, th.name { text-align: left; }
+td.name { white-space: normal; overflow-wrap: anywhere; max-width: 18em; }
 td.best { font-weight: 700; }
 tr.oracle td { color: var(--muted); font-style: italic; }
-.table-wrap { overflow-x: auto; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 8px 0; position: sticky; top: 0;
           background: var(--bg); padding: 6px 0; z-index: 1; }
@@ -356,8 +358,12 @@ std::string render_tune_html(const TuneHtmlReport& report) {
   out << "<h2>Train and test</h2>\n";
   write_train_test_table(out, report);
   out << "<h2>Pareto front</h2>\n";
-  write_pareto_chart(out, report);
-  write_front_table(out, report);
+  if (!report.no_front_note.empty()) {
+    out << "<p class=\"note\" id=\"no-front\">" << html_escape(report.no_front_note) << "</p>\n";
+  } else {
+    write_pareto_chart(out, report);
+    write_front_table(out, report);
+  }
   if (report.has_best_run && !report.best_run.series.empty()) {
     out << "<h2>Best configuration over time</h2>\n<p class=\"sub\">"
         << html_escape(report.best_run.label + " on " + report.best_run_trace.source) << "</p>\n";

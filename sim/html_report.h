@@ -63,6 +63,9 @@ struct TuneHtmlReport {
   RunResult best_run;
   TraceInfo best_run_trace;
   int64_t lag_slo = 0;
+  // When set, the search found no trade-off (every configuration equally infeasible): this
+  // sentence replaces the Pareto chart and table.
+  std::string no_front_note;
 };
 
 // One complete HTML document. Throws std::invalid_argument if runs that have series disagree

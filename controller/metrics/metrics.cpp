@@ -62,14 +62,15 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
     {"lagpilot_processed_rate_messages_per_second",
      "Messages finished (processed or failed) per second over the last tick window."},
     {"lagpilot_process_latency_p50_seconds",
-     "Median handler run time over the last tick window (histogram bucket upper bound)."},
+     "Median handler run time over the last tick window (within 0.8 % of the measured "
+     "median)."},
     {"lagpilot_process_latency_p99_seconds",
-     "99th percentile handler run time over the last tick window (histogram bucket upper "
-     "bound)."},
+     "99th percentile handler run time over the last tick window (within 0.8 % of the "
+     "measured one)."},
     {"lagpilot_process_latency_seconds",
-     "Handler run time per message. From the worker pool's fine histogram (buckets 2^(1/8) "
-     "wide): a run time up to 9 % below a bucket boundary may be counted in the next bucket "
-     "up."},
+     "Handler run time per message. From the worker pool's fine histogram (64 buckets per "
+     "octave, at most 1.6 % wide): a run time up to 1.6 % below a bucket boundary may be "
+     "counted in the next bucket up."},
     {"lagpilot_record_age_p99_seconds",
      "99th percentile of completion time minus record timestamp over the last tick window."},
     {"lagpilot_workers",

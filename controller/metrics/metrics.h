@@ -16,8 +16,9 @@
 //   lagpilot_arrival_rate_messages_per_second  gauge: as the controller saw it (tick window)
 //   lagpilot_processed_rate_messages_per_second
 //   lagpilot_process_latency_p50_seconds       gauges: handler run time quantiles over the last
-//   lagpilot_process_latency_p99_seconds       tick window (the pool's histogram bucket upper
-//                                              bounds), as the controller saw them. Window
+//   lagpilot_process_latency_p99_seconds       tick window (the pool's histogram bucket
+//                                              midpoints, within 0.8 %), as the controller saw
+//                                              them. Window
 //                                              quantiles do not aggregate across processes:
 //                                              use the histogram below for fleet quantiles.
 //   lagpilot_process_latency_seconds          histogram: handler run time per message, from

@@ -51,7 +51,8 @@ struct WorkerPoolOptions {
 struct PoolWindow {
   double seconds = 0.0;      // window length
   uint64_t completed = 0;    // tasks (or record_items() items) finished in the window
-  double latency_p50 = 0.0;  // task run time, seconds (upper bound of the histogram bucket)
+  double latency_p50 = 0.0;  // task run time, seconds (midpoint of the histogram bucket: within
+                             // 0.8 % of the measured nearest-rank quantile)
   double latency_p99 = 0.0;
   double busy_mean = 0.0;  // mean busy workers over the window
   uint64_t failed = 0;     // tasks in the window that threw (also counted in completed)
@@ -131,9 +132,10 @@ class WorkerPool {
   // running it; any number of times), the task itself is then not recorded (unless it throws).
   // Called from any other thread, it only records the items. O(items), no lock.
   void record_items(std::span<const double> item_seconds, std::size_t failed_items = 0);
-  // The value take_window() reports as p50/p99 for a task that ran `seconds`: the upper bound
-  // of its histogram bucket (buckets are 2^(1/8) wide from 1 us; < 1 us reports 1 us).
-  static double latency_bucket_upper_bound(double seconds);
+  // The value take_window() reports as p50/p99 for a task that ran `seconds`: the midpoint of
+  // its histogram bucket (64 log-linear buckets per octave from 0.95 us to 68 minutes; shorter
+  // times report the first bucket's midpoint, longer ones the last's).
+  static double latency_bucket_midpoint(double seconds);
   // Upper bound, seconds, of PoolWindow::latency_histogram's bucket i (the last one is open:
   // +infinity).
   static double latency_histogram_upper_bound(std::size_t bucket);
