@@ -14,14 +14,15 @@
 
 namespace lagpilot {
 
-// The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda", "model".
+// The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda", "model",
+// "hybrid".
 std::vector<std::string> policy_names();
 
 // Builds the named policy from its params object (null or {} means all defaults). `path` is
 // where the params sit in the document; errors name the field below it
 // ("policy.params.kp: must be >= 0, got -1"), an unknown key included. An unknown name is a
 // ConfigError on the sibling "name" path ("policy.name: unknown policy \"foo\"; valid names:
-// static, threshold, pid, hpa, keda, model").
+// static, threshold, pid, hpa, keda, model, hybrid").
 std::unique_ptr<Policy> make_policy(const std::string& name, const nlohmann::json& params,
                                     const std::string& path = "policy.params");
 
