@@ -25,6 +25,16 @@ nlohmann::json finite_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+// The `model` keys that only its own sizing reads: hybrid sizes the pool itself, so they are
+// neither written nor accepted under "model".
+constexpr const char* kModelSizingKeys[] = {"target_utilization", "scale_down_utilization",
+                                            "catch_up_seconds", "max_extrapolation"};
+
+nlohmann::json learner_json(nlohmann::json model) {
+  for (const char* key : kModelSizingKeys) model.erase(key);
+  return model;
+}
+
 void require_positive(const JsonObjectReader& r, const std::string& key, double value) {
   if (!(value > 0.0)) throw ConfigError(r.path_of(key), "must be > 0, got " + num(value));
 }
@@ -52,7 +62,16 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   require_positive(r, "catch_up_seconds", p.catch_up_seconds);
   r.read("scale_down_cost", p.scale_down_cost, 0.0, 1e12);
   r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
+  r.read("burst_margin", p.burst_margin, 0.0, 10.0);
   if (const nlohmann::json* model = r.raw("model")) {
+    if (model->is_object()) {
+      for (const char* key : kModelSizingKeys) {
+        if (model->contains(key)) {
+          throw ConfigError(r.path_of("model") + "." + key,
+                            "not used by hybrid, which sizes the pool itself (see its own keys)");
+        }
+      }
+    }
     p.model = ModelParams::from_json(*model, r.path_of("model"));
   }
   r.finish();
@@ -68,7 +87,8 @@ nlohmann::json HybridParams::to_json() const {
           {"catch_up_seconds", catch_up_seconds},
           {"scale_down_cost", scale_down_cost},
           {"scale_down_lag_fraction", scale_down_lag_fraction},
-          {"model", model.to_json()}};
+          {"burst_margin", burst_margin},
+          {"model", learner_json(model.to_json())}};
 }
 
 HybridPolicy::HybridPolicy(HybridParams params)
@@ -76,7 +96,7 @@ HybridPolicy::HybridPolicy(HybridParams params)
 
 nlohmann::json HybridPolicy::params() const {
   nlohmann::json j = params_.to_json();
-  j["model"] = learner_.params();  // with the fitted curve once there is one
+  j["model"] = learner_json(learner_.params());  // with the fitted curve once there is one
   return j;
 }
 
@@ -115,42 +135,54 @@ Proposal HybridPolicy::decide(const Observation& obs) {
 
   cap_ = learner_.cap();
   const int ceiling = std::clamp(std::isfinite(cap_) ? to_workers(cap_) : hi, lo, hi);
-  demand_ = rate_fast_ + std::max(0.0, lag - params_.lag_allowance) / params_.catch_up_seconds;
+  const double backlog = std::max(0.0, lag - params_.lag_allowance) / params_.catch_up_seconds;
+  demand_ = rate_slow_ + backlog;
   capacity_ = capacity(current);
   const bool known = learner_.fitted().valid;
+  const bool burst = rate_fast_ + backlog > capacity_ * (1.0 + params_.burst_margin);
+  const bool overloaded = demand_ > capacity_ || burst;
   up_target_ = current;
   down_target_ = current;
   int target = current;
   std::string why;
-  if (known && demand_ > capacity_) {
-    const double need = workers_for(demand_ / params_.target_utilization);
+  if (known && overloaded) {
+    // A level above capacity is sized on the level: its noise is the lag allowance's to absorb.
+    // A burst is sized on the fast average or this tick's rate, whichever is higher: after a
+    // jump the averages lag behind, and a step sized on them would need more steps after it.
+    const double sizing =
+        (burst ? std::max({rate_slow_, rate_fast_, arrival}) : rate_slow_) + backlog;
+    const double need = workers_for(sizing / params_.target_utilization);
     up_target_ = std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9)))
                                      : ceiling;
     target = up_target_;
     surplus_ = 0.0;
+    pending_down_ = 0;
     if (obs.explain) {
-      why = "demand " + fixed(demand_, 0) + "/s above capacity " + fixed(capacity_, 0) +
-            "/s of " + std::to_string(current) + ": scale up to " + std::to_string(up_target_) +
-            " (" + num(params_.target_utilization * 100) + "% utilization)";
+      why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) +
+            "/s above capacity " + fixed(capacity_, 0) + "/s of " + std::to_string(current) +
+            ": scale up to " + std::to_string(up_target_) + " (" +
+            num(params_.target_utilization * 100) + "% utilization)";
     }
   } else if (known) {
-    const double rate = std::max(rate_fast_, rate_slow_);
-    down_target_ = std::clamp(to_workers(std::ceil(
-                                  workers_for(rate / params_.scale_down_utilization) - 1e-9)),
-                              lo, std::max(lo, current));
+    down_target_ = std::clamp(
+        to_workers(std::ceil(workers_for(rate_fast_ / params_.scale_down_utilization) - 1e-9)), lo,
+        std::max(lo, current));
     const bool draining = lag > params_.scale_down_lag_fraction * params_.lag_allowance;
+    if (pending_down_ > 0 && (pending_down_ >= current || draining)) pending_down_ = 0;
     if (down_target_ < current && !draining) {
       surplus_ += (current - down_target_) * dt;
     } else {
       surplus_ = 0.0;
     }
-    // Once paid for, the step is proposed on every tick until the pool moves (the guards'
-    // stabilization window passes only a recommendation that lasts).
-    if (down_target_ < current && !draining && surplus_ >= params_.scale_down_cost) {
-      target = down_target_;
+    // Once paid for, the step is latched: proposed unchanged on every tick until the pool
+    // reaches it (the guards' stabilization window passes only a lasting recommendation, and a
+    // target that followed the falling rate tick by tick would come out as many small steps).
+    if (pending_down_ == 0 && down_target_ < current && surplus_ >= params_.scale_down_cost) {
+      pending_down_ = down_target_;
     }
+    if (pending_down_ > 0) target = pending_down_;
     if (obs.explain) {
-      why = "rate " + fixed(rate, 0) + "/s, capacity " + fixed(capacity_, 0) + "/s of " +
+      why = "rate " + fixed(rate_fast_, 0) + "/s, capacity " + fixed(capacity_, 0) + "/s of " +
             std::to_string(current);
       if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
@@ -182,6 +214,7 @@ nlohmann::json HybridPolicy::state() const {
           {"up_target", up_target_},
           {"down_target", down_target_},
           {"surplus", surplus_},
+          {"pending_down", pending_down_},
           {"cap", finite_or_null(cap_)},
           {"workers", workers_},
           {"fit", learner_.fitted().to_json()}};

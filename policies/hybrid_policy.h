@@ -17,13 +17,13 @@ struct HybridParams {
   // the fast one sizes scale-ups, the larger of both sizes scale-downs (a dip must last before
   // the pool shrinks for it). > 0.
   double rate_filter_seconds = 10.0;
-  double slow_rate_filter_seconds = 60.0;
+  double slow_rate_filter_seconds = 30.0;
   // A scale-up sizes the pool so that the demand uses this fraction of its predicted
   // throughput, in (0, 1]: the headroom absorbs the rate's noise until the next scale-up.
   double target_utilization = 0.95;
   // A scale-down goes to the smallest pool the demand would use at most this fraction of, in
   // (0, target_utilization]: the band between the two is where the pool holds still.
-  double scale_down_utilization = 0.9;
+  double scale_down_utilization = 0.93;
   // Lag up to this many messages is left to drain by itself (the pool is not sized for it);
   // above it, the excess is to be drained within catch_up_seconds. >= 0.
   double lag_allowance = 2000.0;
@@ -35,7 +35,13 @@ struct HybridParams {
   // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
   // still draining is no surplus.
   double scale_down_lag_fraction = 0.5;
-  // The curve learner (the `model` policy's fit, its cap at peak_fraction x N* included).
+  // A scale-up is due when the level (slow average) plus the backlog term exceeds the pool's
+  // capacity, or the fast average plus the backlog term exceeds it by this fraction, >= 0: a
+  // short spike is left to the lag allowance, a jump is answered within seconds.
+  double burst_margin = 0.1;
+  // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
+  // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
+  // the cap, fit for a seed curve); its sizing keys are rejected here.
   ModelParams model;
 
   // Throws ConfigError naming the field ("policy.params.target_utilization: ...").
@@ -96,6 +102,7 @@ class HybridPolicy : public Policy {
   double rate_fast_ = 0.0;
   double rate_slow_ = 0.0;
   double surplus_ = 0.0;  // worker-seconds, see the class comment
+  int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;
   // Last decision, for state().
   double demand_ = 0.0;
