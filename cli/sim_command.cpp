@@ -213,8 +213,13 @@ CommandMain add_sim_command(CLI::App& app) {
       if (!o->csv_out.empty()) {
         throw ConfigError("--csv", "one trace only (the scoreboard has no time series)");
       }
-      ScoreboardCommand board{o->traces, *trace_options, sc, cfg.guards, o->json_out,
-                              o->html_out, {}};
+      ScoreboardCommand board;
+      board.traces = o->traces;
+      board.trace_options = *trace_options;
+      board.config = sc;
+      board.guards = cfg.guards;
+      board.json_out = o->json_out;
+      board.html_out = o->html_out;
       add_scoreboard_references(specs, order);
       const int threads = sim::hardware_threads(o->threads);
       board.run = [&](const sim::Trace& trace) {

@@ -21,8 +21,7 @@ int run_scoreboard(const ScoreboardCommand& c) {
                  trace.bin_seconds, trace.duration() / 3600, trace.peak_rate());
     all.push_back({std::filesystem::path(path).stem().string(), c.run(trace)});
   }
-  const sim::Scoreboard board =
-      sim::build_scoreboard(all, sim::model_peak_workers(c.config.model));
+  const sim::Scoreboard board = sim::build_scoreboard(all, sim::model_peak_workers(c.config.model));
   std::cout << sim::format_scoreboard(board);
   if (!c.json_out.empty()) {
     nlohmann::json report = sim::scoreboard_to_json(board);

@@ -152,16 +152,16 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     const double sizing =
         (burst ? std::max({rate_slow_, rate_fast_, arrival}) : rate_slow_) + backlog;
     const double need = workers_for(sizing / params_.target_utilization);
-    up_target_ = std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9)))
-                                     : ceiling;
+    up_target_ =
+        std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9))) : ceiling;
     target = up_target_;
     surplus_ = 0.0;
     pending_down_ = 0;
     if (obs.explain) {
-      why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) +
-            "/s above capacity " + fixed(capacity_, 0) + "/s of " + std::to_string(current) +
-            ": scale up to " + std::to_string(up_target_) + " (" +
-            num(params_.target_utilization * 100) + "% utilization)";
+      why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) + "/s above capacity " +
+            fixed(capacity_, 0) + "/s of " + std::to_string(current) + ": scale up to " +
+            std::to_string(up_target_) + " (" + num(params_.target_utilization * 100) +
+            "% utilization)";
     }
   } else if (known) {
     down_target_ = std::clamp(
@@ -207,17 +207,11 @@ Proposal HybridPolicy::decide(const Observation& obs) {
 }
 
 nlohmann::json HybridPolicy::state() const {
-  return {{"rate_fast", rate_fast_},
-          {"rate_slow", rate_slow_},
-          {"demand", demand_},
-          {"capacity", capacity_},
-          {"up_target", up_target_},
-          {"down_target", down_target_},
-          {"surplus", surplus_},
-          {"pending_down", pending_down_},
-          {"cap", finite_or_null(cap_)},
-          {"workers", workers_},
-          {"fit", learner_.fitted().to_json()}};
+  return {
+      {"rate_fast", rate_fast_}, {"rate_slow", rate_slow_},           {"demand", demand_},
+      {"capacity", capacity_},   {"up_target", up_target_},           {"down_target", down_target_},
+      {"surplus", surplus_},     {"pending_down", pending_down_},     {"cap", finite_or_null(cap_)},
+      {"workers", workers_},     {"fit", learner_.fitted().to_json()}};
 }
 
 }  // namespace lagpilot

@@ -54,28 +54,39 @@ const GoalColumn kGoals[] = {{"ws", &PolicyScore::worker_seconds_misses},
 
 // The rows of the table, as text, shared by the text and the HTML renderings.
 std::vector<std::string> header() {
-  return {"policy",         "ws/oracle worst", "ws/oracle geomean", "avoidable s>SLO",
-          "HPA's",          "actions",         "HPA's",             "worst vs HPA",
-          "reversals",      "HPA's",           "worst vs HPA",      "max workers",
-          "goals: ws",      "slo",             "actions",           "reversals",
+  return {"policy",
+          "ws/oracle worst",
+          "ws/oracle geomean",
+          "avoidable s>SLO",
+          "HPA's",
+          "actions",
+          "HPA's",
+          "worst vs HPA",
+          "reversals",
+          "HPA's",
+          "worst vs HPA",
+          "max workers",
+          "goals: ws",
+          "slo",
+          "actions",
+          "reversals",
           "N*"};
 }
 
 std::vector<std::string> row(const Scoreboard& b, const PolicyScore& p) {
   const int n = static_cast<int>(p.traces.size());
-  std::vector<std::string> cells = {
-      p.label,
-      ratio_text(p.worst_worker_seconds_ratio),
-      ratio_text(p.geomean_worker_seconds_ratio),
-      text::fixed(p.avoidable_seconds, 0),
-      b.has_hpa ? text::fixed(p.hpa_avoidable_seconds, 0) : "n/a",
-      std::to_string(p.scale_actions),
-      b.has_hpa ? std::to_string(p.hpa_scale_actions) : "n/a",
-      b.has_hpa ? ratio_text(p.worst_actions_ratio) : "n/a",
-      std::to_string(p.reversals),
-      b.has_hpa ? std::to_string(p.hpa_reversals) : "n/a",
-      b.has_hpa ? ratio_text(p.worst_reversals_ratio) : "n/a",
-      std::to_string(p.max_workers)};
+  std::vector<std::string> cells = {p.label,
+                                    ratio_text(p.worst_worker_seconds_ratio),
+                                    ratio_text(p.geomean_worker_seconds_ratio),
+                                    text::fixed(p.avoidable_seconds, 0),
+                                    b.has_hpa ? text::fixed(p.hpa_avoidable_seconds, 0) : "n/a",
+                                    std::to_string(p.scale_actions),
+                                    b.has_hpa ? std::to_string(p.hpa_scale_actions) : "n/a",
+                                    b.has_hpa ? ratio_text(p.worst_actions_ratio) : "n/a",
+                                    std::to_string(p.reversals),
+                                    b.has_hpa ? std::to_string(p.hpa_reversals) : "n/a",
+                                    b.has_hpa ? ratio_text(p.worst_reversals_ratio) : "n/a",
+                                    std::to_string(p.max_workers)};
   for (const GoalColumn& g : kGoals) {
     cells.push_back(p.is_oracle ? "(reference)" : verdict(p.*g.misses, n));
   }
@@ -167,8 +178,8 @@ Scoreboard build_scoreboard(const std::vector<TraceRuns>& traces, double peak_wo
       p.hpa_scale_actions += s.hpa_scale_actions;
       p.reversals += run.kpis.reversals;
       p.hpa_reversals += s.hpa_reversals;
-      p.worst_actions_ratio = std::max(
-          p.worst_actions_ratio, count_ratio(run.kpis.scale_actions, s.hpa_scale_actions));
+      p.worst_actions_ratio =
+          std::max(p.worst_actions_ratio, count_ratio(run.kpis.scale_actions, s.hpa_scale_actions));
       p.worst_reversals_ratio =
           std::max(p.worst_reversals_ratio, count_ratio(run.kpis.reversals, s.hpa_reversals));
       p.max_workers = std::max(p.max_workers, run.kpis.max_workers);
@@ -199,11 +210,12 @@ std::string format_scoreboard(const Scoreboard& b) {
   }
   std::ostringstream out;
   out << "scoreboard over " << b.traces.size() << " traces; goals per trace: worker-seconds <= "
-      << text::num(b.goals.max_worker_seconds_ratio) << "x oracle, avoidable s above SLO <= "
-      << text::num(b.goals.avoidable_slo_factor) << "x HPA's + "
-      << text::num(b.goals.avoidable_slo_allowance_seconds) << " s, scale actions <= "
-      << text::num(b.goals.max_actions_ratio) << "x HPA's, reversals <= "
-      << text::num(b.goals.max_reversals_ratio) << "x HPA's, max workers <= N* ("
+      << text::num(b.goals.max_worker_seconds_ratio)
+      << "x oracle, avoidable s above SLO <= " << text::num(b.goals.avoidable_slo_factor)
+      << "x HPA's + " << text::num(b.goals.avoidable_slo_allowance_seconds)
+      << " s, scale actions <= " << text::num(b.goals.max_actions_ratio)
+      << "x HPA's, reversals <= " << text::num(b.goals.max_reversals_ratio)
+      << "x HPA's, max workers <= N* ("
       << (std::isfinite(b.peak_workers) ? text::fixed(b.peak_workers, 1) : "none") << ")\n";
   for (const auto& r : rows) {
     for (std::size_t c = 0; c < r.size(); ++c) {
@@ -260,7 +272,9 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
     }
     nlohmann::json j = {{"label", p.label},
                         {"policy", p.policy},
-                        {"reference", p.is_oracle ? "oracle" : p.is_hpa ? "hpa" : ""},
+                        {"reference", p.is_oracle ? "oracle"
+                                      : p.is_hpa  ? "hpa"
+                                                  : ""},
                         {"worst_worker_seconds_ratio", p.worst_worker_seconds_ratio},
                         {"geomean_worker_seconds_ratio", p.geomean_worker_seconds_ratio},
                         {"avoidable_seconds_above_slo", p.avoidable_seconds},
@@ -300,8 +314,11 @@ void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
     const std::vector<std::string> cells = row(b, p);
     for (std::size_t c = 0; c < cells.size(); ++c) {
       const bool fail = cells[c].rfind("FAIL", 0) == 0;
-      out << "<td" << (c == 0 ? " class=\"name\"" : fail ? " class=\"best\"" : "") << ">"
-          << html_escape(cells[c]) << "</td>";
+      out << "<td"
+          << (c == 0 ? " class=\"name\""
+              : fail ? " class=\"best\""
+                     : "")
+          << ">" << html_escape(cells[c]) << "</td>";
     }
     out << "</tr>\n";
   }
