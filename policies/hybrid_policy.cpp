@@ -169,10 +169,13 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         std::max(lo, current));
     const bool draining = lag > params_.scale_down_lag_fraction * params_.lag_allowance;
     if (pending_down_ > 0 && (pending_down_ >= current || draining)) pending_down_ = 0;
-    if (down_target_ < current && !draining) {
-      surplus_ += (current - down_target_) * dt;
-    } else {
+    // A tick without surplus (the rate's noise back at the pool's size) leaves S alone: waste
+    // already spent stays spent, and resetting on every noisy tick would hold a pool one worker
+    // too large for as long as the noise touches the boundary. A backlog resets it.
+    if (draining) {
       surplus_ = 0.0;
+    } else if (down_target_ < current) {
+      surplus_ += (current - down_target_) * dt;
     }
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
     // reaches it (the guards' stabilization window passes only a lasting recommendation, and a

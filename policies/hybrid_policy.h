@@ -29,8 +29,8 @@ struct HybridParams {
   double lag_allowance = 2000.0;
   double catch_up_seconds = 60.0;  // > 0
   // The price of a scale-down, in worker-seconds (>= 0): the pool shrinks once the workers it
-  // could shed, summed over the time since they became surplus, reach this. One surplus worker
-  // waits this many seconds, four wait a quarter of it; a dip shorter than that costs nothing.
+  // could shed, summed over the time since the pool last changed, reach this. One surplus worker
+  // waits this many seconds, four wait a quarter of it; a short dip pays only part of it.
   double scale_down_cost = 240.0;
   // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
   // still draining is no surplus.
@@ -56,21 +56,31 @@ struct HybridParams {
 // x N*) once it has a fit. Its own sizing is not used. Until it has any point, the pool is held.
 //
 // Rates: r_fast and r_slow are moving averages of the arrival rate (time constants
-// rate_filter_seconds and slow_rate_filter_seconds); the first tick sets both.
+// rate_filter_seconds and slow_rate_filter_seconds); the first tick sets both. r_slow is the
+// level; r_fast follows jumps and drops.
 //
 // Scale up (feedforward + feedback), at once:
-//   demand   D = r_fast + max(0, lag - lag_allowance) / catch_up_seconds
-//   when D > X(current):  target = ceil(n with X(n) = D / target_utilization)
+//   backlog  B = max(0, lag - lag_allowance) / catch_up_seconds
+//   level    D = r_slow + B > X(current)                  -> sized on D
+//   burst    r_fast + B > (1 + burst_margin) X(current)   -> sized on max(r_slow, r_fast,
+//                                                            this tick's rate) + B
+//   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
 // The trigger is the capacity itself, not the headroom: inside the headroom the rate's noise
 // would trigger a scale-up that a scale-down must then undo (a reversal); a real overload shows
-// as a rate above capacity or as lag, and then the step goes to the headroom at once.
+// as a level above capacity, as a burst or as lag, and the step then goes to the headroom at
+// once (sized on this tick's rate after a jump, which the averages still lag behind).
 //
 // Scale down (cost per action):
-//   target = ceil(n with X(n) = max(r_fast, r_slow) / scale_down_utilization)
+//   target = ceil(n with X(n) = r_fast / scale_down_utilization)
 //   while target < current and lag <= scale_down_lag_fraction x lag_allowance, the surplus
-//   S += (current - target) x dt accumulates (else S = 0); when S >= scale_down_cost the pool
-//   is proposed (on every tick until the pool moves: the guards' stabilization window passes
-//   only a lasting recommendation). Any resize resets S.
+//   S += (current - target) x dt accumulates (a tick at target == current leaves S as it is; a
+//   backlog above that lag, a scale-up or any resize resets it); when S >= scale_down_cost the
+//   target is latched and proposed on every tick until the pool reaches it (the guards'
+//   stabilization window passes only a lasting recommendation, and a target that followed the
+//   falling rate tick by tick would come out as many small steps).
+// The rule is the optimal stopping rule for a falling load with a price per action: with the
+// need falling at s workers/s, acting when the wasted worker-seconds reach C gives steps of
+// sqrt(2 C s), which minimizes waste + C x actions per unit time.
 // So noise within the band between scale_down_utilization and capacity never moves the pool,
 // a small surplus waits long and a large one short, and one step sheds the whole surplus.
 //
