@@ -90,13 +90,13 @@ struct PidParams {
 // measurement sits at its floor: the error stays at -setpoint whatever the surplus, so the
 // integral winds down until the pool is too small, the lag climbs back through the dead band,
 // and the loop overshoots upward (with kp, the P term alone is -3 workers at lag 0, so the cycle
-// spans several workers, 5 <-> 11 at 55 % load in the simulator, not k <-> k+1). Neither the output hysteresis
-// nor the dead band can stop it, because the error that drives it is real. The floor
-// ceil(busy / scale_down_utilization), busy the low-passed busy_workers, is a second measurement,
-// of the load itself: k+1 workers with k.6 of them busy cannot shrink to k, so the pool stays at
-// k+1 with the lag at 0 (a surplus of under one worker) and back-calculation keeps I from winding
-// down behind the held proposal. A real drop in load lowers busy_workers, and the pool follows it
-// down.
+// spans several workers, 5 <-> 11 at 55 % load in the simulator, not k <-> k+1). Neither the
+// output hysteresis nor the dead band can stop it, because the error that drives it is real. The
+// floor ceil(busy / scale_down_utilization), busy the low-passed busy_workers, is a second
+// measurement, of the load itself: k+1 workers with k.6 of them busy cannot shrink to k, so the
+// pool stays at k+1 with the lag at 0 (a surplus of under one worker) and back-calculation keeps
+// I from winding down behind the held proposal. A real drop in load lowers busy_workers, and the
+// pool follows it down.
 //
 // Default gains (lag): with per-worker rate r = 100 msg/s the PI loop
 // e'' = -r (kp e' + ki e) has natural frequency sqrt(r ki) = 0.1 rad/s and damping
