@@ -14,6 +14,7 @@
 #include "cli/config.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
+#include "cli/sim_scoreboard.h"
 #include "cli/trace_options.h"
 #include "policies/policy_factory.h"
 #include "sim/html_report.h"
@@ -121,11 +122,28 @@ std::vector<sim::RunResult> run_all(const sim::Trace& trace, const std::vector<P
   return runs;
 }
 
+// The scoreboard measures every policy against the oracle and the default HPA: add those runs
+// when --policy does not name them (they are scored as references).
+void add_scoreboard_references(std::vector<PolicySpec>& specs, std::vector<int>& order) {
+  if (std::find(order.begin(), order.end(), kOracleSlot) == order.end()) {
+    spdlog::info("scoreboard: adding the oracle (the worker-seconds reference)");
+    order.push_back(kOracleSlot);
+  }
+  const bool has_hpa = std::any_of(specs.begin(), specs.end(), [](const PolicySpec& s) {
+    return s.name == "hpa" && s.label == "hpa";
+  });
+  if (!has_hpa) {
+    spdlog::info("scoreboard: adding hpa (the reference for SLO seconds and scale actions)");
+    order.push_back(static_cast<int>(specs.size()));
+    specs.push_back(parse_policy_spec("hpa"));
+  }
+}
+
 }  // namespace
 
 CommandMain add_sim_command(CLI::App& app) {
   struct Options {
-    std::string trace;
+    std::vector<std::string> traces;
     std::vector<std::string> policies{"pid,threshold,hpa,keda,static:16,oracle"};
     std::string config_path;
     uint64_t seed = 0;
@@ -137,7 +155,9 @@ CommandMain add_sim_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto trace_options = std::make_shared<TraceOptions>();
   auto overrides = std::make_shared<SimOverrides>();
-  app.add_option("--trace", o->trace, "Trace file (see README: formats)")
+  app.add_option("--trace", o->traces,
+                 "Trace file (see README: formats); several (--trace A --trace B) print the "
+                 "multi-trace scoreboard (docs/control-quality.md)")
       ->required()
       ->check(CLI::ExistingFile);
   add_trace_options(app, trace_options);
@@ -190,9 +210,28 @@ CommandMain add_sim_command(CLI::App& app) {
       specs.push_back(std::move(spec));
     }
     if (order.empty()) throw ConfigError("--policy", "no policy given");
+    if (o->traces.size() > 1) {
+      if (!o->csv_out.empty()) {
+        throw ConfigError("--csv", "one trace only (the scoreboard has no time series)");
+      }
+      ScoreboardCommand board;
+      board.traces = o->traces;
+      board.trace_options = *trace_options;
+      board.config = sc;
+      board.guards = cfg.guards;
+      board.json_out = o->json_out;
+      board.html_out = o->html_out;
+      add_scoreboard_references(specs, order);
+      const int threads = sim::hardware_threads(o->threads);
+      board.run = [&](const sim::Trace& trace) {
+        return run_all(trace, specs, order, cfg.guards, sc, threads);
+      };
+      return run_scoreboard(board);
+    }
+    const std::string& trace_path = o->traces.front();
 
     sim::TraceInfo info;
-    const sim::Trace trace = load_scaled_trace(o->trace, *trace_options, sc, cfg.guards, &info);
+    const sim::Trace trace = load_scaled_trace(trace_path, *trace_options, sc, cfg.guards, &info);
     // --html alone: keep at most ~20k series points per run (the page draws ~2k per line anyway;
     // the KPIs still use every tick), so a long trace stays small in memory and on disk.
     if (!o->html_out.empty() && o->csv_out.empty() && sc.series_interval_seconds == 0) {
@@ -203,7 +242,7 @@ CommandMain add_sim_command(CLI::App& app) {
     const int threads = sim::hardware_threads(o->threads);
     spdlog::info("{}: {} bins of {:.4g} s ({:.1f} h), peak {:.0f}/s, ~{:.0f} messages; {} "
                  "fidelity; {} policies on {} threads",
-                 o->trace, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,
+                 trace_path, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,
                  trace.peak_rate(), trace.total_messages(), sc.resolve_fidelity(trace),
                  specs.size(), threads);
     const std::vector<sim::RunResult> results =
@@ -223,7 +262,7 @@ CommandMain add_sim_command(CLI::App& app) {
     }
     if (!o->html_out.empty()) {
       sim::SimHtmlReport html;
-      html.title = "lagpilot sim: " + std::filesystem::path(o->trace).filename().string();
+      html.title = "lagpilot sim: " + std::filesystem::path(trace_path).filename().string();
       html.trace = info;
       html.config = sc;
       html.runs = results;

@@ -52,7 +52,7 @@ class ConfigFileError : public std::runtime_error {
 };
 
 struct AppConfig {
-  std::string policy_name = "pid";
+  std::string policy_name = "hybrid";
   nlohmann::json policy_params = nlohmann::json::object();
   GuardConfig guards;
   // "sim" as written (without lag_slo); a JSON object. The simulator reads and checks it.

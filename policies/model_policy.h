@@ -134,6 +134,9 @@ class ModelPolicy : public Policy {
 
   // The curve fitted so far (valid once at least one tick was learned).
   const UslModel& fitted() const { return model_; }
+  // The last decide()'s cap: no proposal above it (floor(peak_fraction x N*) with the fit, the
+  // fallback's or the probe's, see the class comment); +infinity when there is none.
+  double cap() const { return cap_; }
 
  private:
   void learn(const Observation& obs);

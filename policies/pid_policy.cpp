@@ -54,6 +54,8 @@ PidParams PidParams::from_json(const nlohmann::json& j, const std::string& path)
   r.read("output_hysteresis", p.output_hysteresis, 0.0, 10.0);
   r.read("measurement_filter_seconds", p.measurement_filter_seconds, 0.0, 86400.0);
   r.read("tracking_time_seconds", p.tracking_time_seconds, 0.0, 86400.0);
+  r.read("scale_down_utilization", p.scale_down_utilization, 0.0, 1.0);
+  r.read("busy_filter_seconds", p.busy_filter_seconds, 0.0, 86400.0);
   r.finish();
   return p;
 }
@@ -70,7 +72,9 @@ nlohmann::json PidParams::to_json() const {
           {"drain_time_cap_seconds", drain_time_cap_seconds},
           {"output_hysteresis", output_hysteresis},
           {"measurement_filter_seconds", measurement_filter_seconds},
-          {"tracking_time_seconds", tracking_time_seconds}};
+          {"tracking_time_seconds", tracking_time_seconds},
+          {"scale_down_utilization", scale_down_utilization},
+          {"busy_filter_seconds", busy_filter_seconds}};
 }
 
 PidPolicy::PidPolicy(PidParams params) : params_(std::move(params)) {}
@@ -90,6 +94,13 @@ Proposal PidPolicy::decide(const Observation& obs) {
   const double hi = std::max(obs.min_workers, obs.max_workers);
   const double margin = params_.integral_clamp_margin;
 
+  const double busy = std::isfinite(obs.busy_workers) ? std::max(obs.busy_workers, 0.0) : 0.0;
+  if (!started_ || params_.busy_filter_seconds <= 0.0) {
+    busy_ = busy;
+  } else if (obs.time > prev_time_) {
+    const double dt = obs.time - prev_time_;
+    busy_ += dt / (params_.busy_filter_seconds + dt) * (busy - busy_);
+  }
   const double raw_measurement = measure(obs);
   if (!started_ || params_.measurement_filter_seconds <= 0.0) {
     measurement_ = raw_measurement;
@@ -146,9 +157,18 @@ Proposal PidPolicy::decide(const Observation& obs) {
   output_ = p_ + integral_ + d_;
   // Quantize with hysteresis around the last proposal (kept inside the bounds in force).
   const double last = std::clamp(static_cast<double>(workers_), lo, hi);
-  const double target = std::abs(output_ - last) <= 0.5 + params_.output_hysteresis
-                            ? last
-                            : std::clamp(std::round(output_), lo, hi);
+  double target = std::abs(output_ - last) <= 0.5 + params_.output_hysteresis
+                      ? last
+                      : std::clamp(std::round(output_), lo, hi);
+  // The scale-down floor (see the class comment): never below what the busy workers need.
+  floored_ = false;
+  if (target < last && params_.scale_down_utilization > 0.0 && busy_ > 0.0) {
+    const double floor = std::min(last, std::ceil(busy_ / params_.scale_down_utilization - 1e-9));
+    if (floor > target) {
+      target = floor;
+      floored_ = true;
+    }
+  }
   workers_ = static_cast<int>(target);
   if (!obs.explain) return {workers_, {}};
 
@@ -175,7 +195,17 @@ Proposal PidPolicy::decide(const Observation& obs) {
   reason += " = ";
   reason += fixed(output_, 2);
   reason += " -> ";
-  reason += std::to_string(workers_);
+  if (floored_) {
+    reason += "held at ";
+    reason += std::to_string(workers_);
+    reason += " (busy ";
+    reason += fixed(busy_, 1);
+    reason += " workers at most ";
+    reason += num(params_.scale_down_utilization * 100);
+    reason += "% of the pool)";
+  } else {
+    reason += std::to_string(workers_);
+  }
   return {workers_, std::move(reason)};
 }
 
@@ -190,7 +220,9 @@ nlohmann::json PidPolicy::state() const {
           {"derivative", derivative_},
           {"output", output_},
           {"workers", workers_},
-          {"integrating", integrating_}};
+          {"integrating", integrating_},
+          {"floored", floored_},
+          {"busy", busy_}};
 }
 
 }  // namespace lagpilot

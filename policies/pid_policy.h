@@ -38,6 +38,14 @@ struct PidParams {
   // moment the pool changes (the processed rate is in it); unfiltered, that instant feedback
   // makes the loop flip the pool every tick.
   double measurement_filter_seconds = 0.0;
+  // A scale-down goes no lower than ceil(busy_workers / scale_down_utilization): the pool
+  // shrinks only to a size that would have carried the workers' measured load at most at this
+  // utilization, in [0, 1]; 0 disables (see the class comment: this is what stops the limit
+  // cycle at a steady load).
+  double scale_down_utilization = 0.95;
+  // Low-pass time constant on busy_workers for that floor, seconds (0 = none): one tick's busy
+  // count carries the arrivals' noise, and a single low tick would let the pool down.
+  double busy_filter_seconds = 30.0;
 
   // The defaults for a metric ("lag" or "drain_time").
   static PidParams defaults_for(const std::string& metric);
@@ -75,10 +83,20 @@ struct PidParams {
 // The pool is an integer. Under a load of exactly k workers any constant lag is an
 // equilibrium; tracking plus the dead band let the loop settle there instead of integrating
 // a small residual error until it hunts k-1 <-> k+1, and the output hysteresis stops u near
-// k + 0.5 from flipping the pool every tick. Under a load between k and k+1 workers no
-// integer pool holds the lag constant: the proposal then alternates slowly between k and k+1
-// (a limit cycle of tens of seconds in the fluid model); the guards' stabilization window
-// smooths the scale-downs.
+// k + 0.5 from flipping the pool every tick.
+//
+// What stops the limit cycle at a steady load between k and k+1 workers: the scale-down floor.
+// No integer pool holds the lag constant there. k+1 workers drain the lag to 0, where the
+// measurement sits at its floor: the error stays at -setpoint whatever the surplus, so the
+// integral winds down until the pool is too small, the lag climbs back through the dead band,
+// and the loop overshoots upward (with kp, the P term alone is -3 workers at lag 0, so the cycle
+// spans several workers, 5 <-> 11 at 55 % load in the simulator, not k <-> k+1). Neither the
+// output hysteresis nor the dead band can stop it, because the error that drives it is real. The
+// floor ceil(busy / scale_down_utilization), busy the low-passed busy_workers, is a second
+// measurement, of the load itself: k+1 workers with k.6 of them busy cannot shrink to k, so the
+// pool stays at k+1 with the lag at 0 (a surplus of under one worker) and back-calculation keeps
+// I from winding down behind the held proposal. A real drop in load lowers busy_workers, and the
+// pool follows it down.
 //
 // Default gains (lag): with per-worker rate r = 100 msg/s the PI loop
 // e'' = -r (kp e' + ki e) has natural frequency sqrt(r ki) = 0.1 rad/s and damping
@@ -93,7 +111,8 @@ class PidPolicy : public Policy {
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
   // measurement, setpoint, error, effective_error, p, i, d, derivative (filtered dy/dt),
-  // output (u before rounding), workers, integrating (false when anti-windup held I).
+  // output (u before rounding), workers, integrating (false when anti-windup held I), floored
+  // (the scale-down floor held the proposal).
   nlohmann::json state() const override;
 
  private:
@@ -114,6 +133,8 @@ class PidPolicy : public Policy {
   double output_ = 0.0;
   int workers_ = 0;  // the last proposal
   bool integrating_ = false;
+  bool floored_ = false;  // the scale-down floor held this tick's proposal
+  double busy_ = 0.0;     // busy_workers, low-passed (busy_filter_seconds)
 };
 
 }  // namespace lagpilot

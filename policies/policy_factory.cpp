@@ -1,6 +1,7 @@
 #include "policies/policy_factory.h"
 
 #include "policies/hpa_policy.h"
+#include "policies/hybrid_policy.h"
 #include "policies/keda_policy.h"
 #include "policies/model_policy.h"
 #include "policies/pid_policy.h"
@@ -68,7 +69,7 @@ std::string policy_name_list() {
 }
 
 std::vector<std::string> policy_names() {
-  return {"static", "threshold", "pid", "hpa", "keda", "model"};
+  return {"static", "threshold", "pid", "hpa", "keda", "model", "hybrid"};
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const nlohmann::json& params,
@@ -82,6 +83,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const nlohmann::jso
   if (name == "hpa") return std::make_unique<HpaPolicy>(HpaParams::from_json(p, path));
   if (name == "keda") return std::make_unique<KedaPolicy>(KedaParams::from_json(p, path));
   if (name == "model") return std::make_unique<ModelPolicy>(ModelParams::from_json(p, path));
+  if (name == "hybrid") return std::make_unique<HybridPolicy>(HybridParams::from_json(p, path));
   throw ConfigError(name_path_for(path),
                     "unknown policy \"" + name + "\"; valid names: " + policy_name_list());
 }

@@ -14,7 +14,8 @@
 
 namespace lagpilot {
 
-// The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda", "model".
+// The policy names make_policy() accepts: "static", "threshold", "pid", "hpa", "keda", "model",
+// "hybrid".
 std::vector<std::string> policy_names();
 
 // policy_names() joined with ", ", for help texts and errors, so that every list a user reads
@@ -25,7 +26,7 @@ std::string policy_name_list();
 // where the params sit in the document; errors name the field below it
 // ("policy.params.kp: must be >= 0, got -1"), an unknown key included. An unknown name is a
 // ConfigError on the sibling "name" path ("policy.name: unknown policy \"foo\"; valid names:
-// static, threshold, pid, hpa, keda, model").
+// static, threshold, pid, hpa, keda, model, hybrid").
 std::unique_ptr<Policy> make_policy(const std::string& name, const nlohmann::json& params,
                                     const std::string& path = "policy.params");
 

@@ -374,4 +374,27 @@ std::string render_tune_html(const TuneHtmlReport& report) {
   return out.str();
 }
 
+std::string render_scoreboard_html(const ScoreboardHtmlReport& report) {
+  std::ostringstream out;
+  write_head(out, report.title, "");
+  out << "<h1>" << html_escape(report.title) << "</h1>\n<p class=\"sub\">"
+      << html_escape(std::to_string(report.board.policies.size()) + " policies on " +
+                     std::to_string(report.board.traces.size()) + " traces; lag SLO " +
+                     grouped(double(report.config.lag_slo)) + " messages")
+      << "</p>\n<h2>Scoreboard</h2>\n";
+  write_scoreboard_table(out, report.board);
+  for (const auto& [trace, runs] : report.trace_kpis) {
+    out << "<h2>" << html_escape(trace) << "</h2>\n";
+    std::vector<const RunResult*> pointers;
+    for (const auto& r : runs) pointers.push_back(&r);
+    write_sim_kpi_table(out, pointers, run_colors(runs));
+  }
+  out << "<h2>Simulator configuration</h2>\n";
+  std::vector<std::pair<std::string, std::string>> config;
+  flatten(report.config.to_json(), "", config);
+  write_facts(out, config);
+  write_foot(out);
+  return out.str();
+}
+
 }  // namespace lagpilot::sim

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/report.h"
+#include "sim/scoreboard.h"
 #include "sim/simulation.h"
 
 namespace lagpilot::sim {
@@ -68,10 +69,20 @@ struct TuneHtmlReport {
   std::string no_front_note;
 };
 
+// What `lagpilot sim --html` shows for several traces: the scoreboard (sim/scoreboard.h), then
+// each trace's KPI table (the runs' KPIs; series are not charted).
+struct ScoreboardHtmlReport {
+  std::string title = "lagpilot scoreboard";
+  Scoreboard board;
+  SimConfig config;
+  std::vector<std::pair<std::string, std::vector<RunResult>>> trace_kpis;  // (trace, runs)
+};
+
 // One complete HTML document. Throws std::invalid_argument if runs that have series disagree
 // on their series times (different traces or SimConfigs).
 std::string render_sim_html(const SimHtmlReport& report);
 std::string render_tune_html(const TuneHtmlReport& report);
+std::string render_scoreboard_html(const ScoreboardHtmlReport& report);
 
 // --- building blocks, exposed for tests ---
 

@@ -115,8 +115,8 @@ struct TuneSpace {
   static TuneSpace from_json(const nlohmann::json& j, const std::string& policy = "",
                              const std::string& path = "tune");
   nlohmann::json to_json() const;
-  // The built-in space of a policy (static, threshold, pid, hpa, keda, model), worker counts
-  // within [guards.min_workers, guards.max_workers]; docs/tune.md lists them. Throws
+  // The built-in space of a policy (static, threshold, pid, hpa, keda, model, hybrid), worker
+  // counts within [guards.min_workers, guards.max_workers]; docs/tune.md lists them. Throws
   // ConfigError ("--policy") for a policy without one: pass a --space file then.
   static TuneSpace default_for(const std::string& policy, const GuardConfig& guards);
 

@@ -137,7 +137,7 @@ TEST_F(CtlCli, OverridePinsTheLivePoolUntilItExpiresThenThePolicyResumes) {
   const double pinned_at = pin["time"].get<double>();
   const double expires_at = pinned_at + 6;
 
-  // The live pool reaches 3, below the pid policy's minimum of 4.
+  // The live pool reaches 3, below the default bounds' minimum of 4.
   nlohmann::json s;
   ASSERT_TRUE(testing::wait_until(
       [&] {
@@ -213,7 +213,7 @@ TEST_F(CtlCli, ClearEndsAnOverrideBeforeItsTtl) {
       << s.dump();
   r = ctl("status");  // human-readable
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* part : {"workers", "current 7", "desired 7", "policy", "pid", "lag", "rates",
+  for (const char* part : {"workers", "current 7", "desired 7", "policy", "hybrid", "lag", "rates",
                            "latency", "queue", "paused", "override  7 workers", "maintenance"}) {
     EXPECT_TRUE(contains(r.output, part)) << "'" << part << "' missing from:\n" << r.output;
   }

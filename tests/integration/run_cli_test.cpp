@@ -31,7 +31,7 @@ TEST(RunCli, PrintConfigShowsDocumentedDefaults) {
   EXPECT_EQ(j["broker"], "embedded");
   EXPECT_EQ(j["kafka"]["topics"][0], "events");
   EXPECT_EQ(j["topic_partitions"], 8);
-  EXPECT_EQ(j["policy"]["name"], "pid");
+  EXPECT_EQ(j["policy"]["name"], "hybrid");
   EXPECT_EQ(j["guards"]["min_workers"], 4);
   EXPECT_EQ(j["guards"]["max_workers"], 16);
   EXPECT_EQ(j["tick_seconds"], 1.0);

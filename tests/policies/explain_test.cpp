@@ -156,11 +156,17 @@ TEST(ReasonText, PidMatchesPrintf) {
         expected +=
             " (within dead band " + printf_text("%.6g", params["dead_band"].get<double>()) + ")";
       }
-      expected += ": P " + printf_text("%+.2f", st["p"].get<double>()) + " I " +
-                  printf_text("%.2f", st["i"].get<double>()) + " D " +
-                  printf_text("%+.2f", st["d"].get<double>()) + " = " +
-                  printf_text("%.2f", st["output"].get<double>()) + " -> " +
-                  std::to_string(p.workers);
+      expected +=
+          ": P " + printf_text("%+.2f", st["p"].get<double>()) + " I " +
+          printf_text("%.2f", st["i"].get<double>()) + " D " +
+          printf_text("%+.2f", st["d"].get<double>()) + " = " +
+          printf_text("%.2f", st["output"].get<double>()) + " -> " +
+          (st["floored"].get<bool>()
+               ? "held at " + std::to_string(p.workers) + " (busy " +
+                     printf_text("%.1f", st["busy"].get<double>()) + " workers at most " +
+                     printf_text("%.6g", params["scale_down_utilization"].get<double>() * 100) +
+                     "% of the pool)"
+               : std::to_string(p.workers));
       ASSERT_EQ(p.reason, expected) << spec << " t=" << obs.time;
       ++checked;
     }

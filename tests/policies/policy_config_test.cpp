@@ -24,8 +24,8 @@ ConfigError make_error(const std::string& name, const nlohmann::json& params,
 }
 
 TEST(PolicyFactory, Names) {
-  EXPECT_EQ(policy_names(),
-            (std::vector<std::string>{"static", "threshold", "pid", "hpa", "keda", "model"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"static", "threshold", "pid", "hpa", "keda",
+                                                      "model", "hybrid"}));
   for (const auto& name : policy_names()) EXPECT_EQ(make_policy(name, {})->name(), name);
 }
 

@@ -4,6 +4,8 @@
 //   - be deterministic: two instances fed the same observations propose the same;
 //   - not flap under a constant load: in closed loop with a fluid plant, after a settling
 //     period, the proposal makes zero direction reversals;
+//   - stay calm under a noisy constant load: Poisson arrivals at a constant mean rate (seeded),
+//     at most one direction reversal per 10 minutes of simulated time after settling;
 //   - report params() that rebuild an identical policy.
 //
 // Which constant loads: a pool of integers cannot hold the lag constant under a load that
@@ -19,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,11 +44,15 @@ struct Variant {
   bool holds_mid_loads;  // see the file comment
 };
 
+// The policies whose defaults size the pool from the load itself (not from a lag table or an
+// HPA formula on lag), so that they hold a mid load too.
+bool sizes_from_load(const std::string& name) {
+  return name == "static" || name == "pid" || name == "hybrid";
+}
+
 std::vector<Variant> variants() {
   std::vector<Variant> v;
-  for (const auto& name : policy_names()) {
-    v.push_back({name, name == "static" || name == "pid"});
-  }
+  for (const auto& name : policy_names()) v.push_back({name, sizes_from_load(name)});
   v.push_back({"static:16", true});
   v.push_back({"pid:metric=drain_time", true});
   v.push_back({"pid:ki=0,kd=0", true});  // P only
@@ -130,6 +138,49 @@ TEST_P(PolicyConformance, NoFlappingUnderConstantLoad) {
           << "arrival " << arrival << " msg/s, initial lag " << backlog << ": final "
           << run.proposals.back() << " workers, final lag " << run.lags.back();
     }
+  }
+}
+
+// Closed loop as run_closed_loop, but each tick's arrivals are Poisson(mean x dt) (seeded), so
+// the observed arrival rate and the lag carry the noise a real constant load has.
+testing::ClosedLoopRun run_noisy_closed_loop(Policy& policy, FluidPlant plant, double mean_rate,
+                                             double seconds, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::poisson_distribution<int> arrivals(mean_rate);  // per 1 s tick
+  testing::ClosedLoopRun run;
+  for (int i = 0; i < static_cast<int>(seconds); ++i) {
+    const Observation obs = plant.observe();
+    const Proposal p = policy.decide(obs);
+    run.proposals.push_back(p.workers);
+    run.lags.push_back(plant.lag);
+    plant.workers = p.workers;
+    plant.arrival = arrivals(rng);
+    plant.step(1.0);
+  }
+  return run;
+}
+
+TEST_P(PolicyConformance, CalmUnderNoisyConstantLoad) {
+  // Mean loads in workers' worth (100 msg/s each), between whole pool sizes too: 5.5 and 9.3
+  // workers fit no integer pool, so a policy must choose one and stay.
+  // A step table holds only its own levels (8 and 12 workers in the finer table).
+  std::vector<double> loads = {200.0, 2400.0};
+  if (GetParam().holds_mid_loads) {
+    const bool table = GetParam().spec.rfind("threshold", 0) == 0;
+    loads.push_back(table ? 800.0 : 550.0);
+    loads.push_back(table ? 1200.0 : 930.0);
+  }
+  const double settle = 600.0, total = 3600.0;
+  const int allowed = static_cast<int>((total - settle) / 600.0);  // one per 10 minutes
+  uint32_t seed = 1;
+  for (double rate : loads) {
+    auto policy = build_policy(GetParam().spec);
+    FluidPlant plant;
+    plant.arrival = rate;
+    const testing::ClosedLoopRun run = run_noisy_closed_loop(*policy, plant, rate, total, seed++);
+    EXPECT_LE(direction_reversals(run.proposals, static_cast<std::size_t>(settle)), allowed)
+        << "mean arrival " << rate << " msg/s (Poisson): final " << run.proposals.back()
+        << " workers, final lag " << run.lags.back();
   }
 }
 

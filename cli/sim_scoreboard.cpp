@@ -1,0 +1,53 @@
+#include "cli/sim_scoreboard.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/output_file.h"
+#include "sim/html_report.h"
+#include "sim/report.h"
+#include "sim/scoreboard.h"
+
+namespace lagpilot::cli {
+
+int run_scoreboard(const ScoreboardCommand& c) {
+  std::vector<sim::TraceRuns> all;
+  for (const std::string& path : c.traces) {
+    sim::TraceInfo info;
+    const sim::Trace trace = load_scaled_trace(path, c.trace_options, c.config, c.guards, &info);
+    spdlog::info("{}: {} bins of {:.4g} s ({:.1f} h), peak {:.0f}/s", path, trace.rates.size(),
+                 trace.bin_seconds, trace.duration() / 3600, trace.peak_rate());
+    all.push_back({std::filesystem::path(path).stem().string(), c.run(trace)});
+  }
+  const sim::Scoreboard board = sim::build_scoreboard(all, sim::model_peak_workers(c.config.model));
+  std::cout << sim::format_scoreboard(board);
+  if (!c.json_out.empty()) {
+    nlohmann::json report = sim::scoreboard_to_json(board);
+    report["sim"] = c.config.to_json();
+    report["lag_slo"] = c.config.lag_slo;
+    report["guards"] = c.guards.to_json();
+    write_output(c.json_out, report.dump(2) + "\n");
+  }
+  if (!c.html_out.empty()) {
+    sim::ScoreboardHtmlReport html;
+    html.title = "lagpilot sim: " + std::to_string(c.traces.size()) + " traces";
+    html.board = board;
+    html.config = c.config;
+    for (const sim::TraceRuns& t : all) {
+      html.trace_kpis.emplace_back(t.trace, std::vector<sim::RunResult>{});
+      for (const sim::RunResult& r : t.runs) {
+        sim::RunResult light = r;  // the KPIs only: the page has no charts per trace
+        light.series.clear();
+        light.decisions.clear();
+        html.trace_kpis.back().second.push_back(std::move(light));
+      }
+    }
+    write_output(c.html_out, sim::render_scoreboard_html(html));
+    spdlog::info("wrote {}", c.html_out);
+  }
+  return 0;
+}
+
+}  // namespace lagpilot::cli

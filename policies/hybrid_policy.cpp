@@ -1,0 +1,220 @@
+#include "policies/hybrid_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "policies/config_reader.h"
+#include "policies/number_text.h"
+
+namespace lagpilot {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kMaxWorkers = 1e6;
+
+using text::fixed;
+using text::num;
+
+int to_workers(double v) {
+  if (!(v > 0.0)) return 0;  // also NaN
+  return static_cast<int>(std::min(v, kMaxWorkers));
+}
+
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// The `model` keys that only its own sizing reads: hybrid sizes the pool itself, so they are
+// neither written nor accepted under "model".
+constexpr const char* kModelSizingKeys[] = {"target_utilization", "scale_down_utilization",
+                                            "catch_up_seconds", "max_extrapolation"};
+
+nlohmann::json learner_json(nlohmann::json model) {
+  for (const char* key : kModelSizingKeys) model.erase(key);
+  return model;
+}
+
+void require_positive(const JsonObjectReader& r, const std::string& key, double value) {
+  if (!(value > 0.0)) throw ConfigError(r.path_of(key), "must be > 0, got " + num(value));
+}
+
+}  // namespace
+
+HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string& path) {
+  HybridParams p;
+  JsonObjectReader r(j.is_null() ? nlohmann::json::object() : j, path);
+  r.read("rate_filter_seconds", p.rate_filter_seconds, 0.0, 86400.0);
+  require_positive(r, "rate_filter_seconds", p.rate_filter_seconds);
+  r.read("slow_rate_filter_seconds", p.slow_rate_filter_seconds, 0.0, 86400.0);
+  require_positive(r, "slow_rate_filter_seconds", p.slow_rate_filter_seconds);
+  r.read("target_utilization", p.target_utilization, 0.0, 1.0);
+  require_positive(r, "target_utilization", p.target_utilization);
+  r.read("scale_down_utilization", p.scale_down_utilization, 0.0, 1.0);
+  require_positive(r, "scale_down_utilization", p.scale_down_utilization);
+  if (p.scale_down_utilization > p.target_utilization) {
+    throw ConfigError(r.path_of("scale_down_utilization"),
+                      "must be <= target_utilization (" + num(p.target_utilization) + "), got " +
+                          num(p.scale_down_utilization));
+  }
+  r.read("lag_allowance", p.lag_allowance, 0.0, 1e15);
+  r.read("catch_up_seconds", p.catch_up_seconds, 0.0, 86400.0 * 365);
+  require_positive(r, "catch_up_seconds", p.catch_up_seconds);
+  r.read("scale_down_cost", p.scale_down_cost, 0.0, 1e12);
+  r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
+  r.read("burst_margin", p.burst_margin, 0.0, 10.0);
+  if (const nlohmann::json* model = r.raw("model")) {
+    if (model->is_object()) {
+      for (const char* key : kModelSizingKeys) {
+        if (model->contains(key)) {
+          throw ConfigError(r.path_of("model") + "." + key,
+                            "not used by hybrid, which sizes the pool itself (see its own keys)");
+        }
+      }
+    }
+    p.model = ModelParams::from_json(*model, r.path_of("model"));
+  }
+  r.finish();
+  return p;
+}
+
+nlohmann::json HybridParams::to_json() const {
+  return {{"rate_filter_seconds", rate_filter_seconds},
+          {"slow_rate_filter_seconds", slow_rate_filter_seconds},
+          {"target_utilization", target_utilization},
+          {"scale_down_utilization", scale_down_utilization},
+          {"lag_allowance", lag_allowance},
+          {"catch_up_seconds", catch_up_seconds},
+          {"scale_down_cost", scale_down_cost},
+          {"scale_down_lag_fraction", scale_down_lag_fraction},
+          {"burst_margin", burst_margin},
+          {"model", learner_json(model.to_json())}};
+}
+
+HybridPolicy::HybridPolicy(HybridParams params)
+    : params_(std::move(params)), learner_(params_.model) {}
+
+nlohmann::json HybridPolicy::params() const {
+  nlohmann::json j = params_.to_json();
+  j["model"] = learner_json(learner_.params());  // with the fitted curve once there is one
+  return j;
+}
+
+double HybridPolicy::capacity(double workers) const {
+  return learner_.fitted().valid ? learner_.fitted().throughput(workers) : 0.0;
+}
+
+double HybridPolicy::workers_for(double throughput) const {
+  if (!(throughput > 0.0)) return 0.0;
+  return learner_.fitted().valid ? learner_.fitted().workers_for(throughput) : kInf;
+}
+
+Proposal HybridPolicy::decide(const Observation& obs) {
+  // The learner sees every tick (it skips the ones that teach nothing) and sets its cap.
+  learner_.decide(obs);
+  const int lo = obs.min_workers;
+  const int hi = std::max(obs.min_workers, obs.max_workers);
+  const int current = obs.current_workers;
+  const double arrival =
+      std::isfinite(obs.arrival_rate) && obs.arrival_rate > 0.0 ? obs.arrival_rate : 0.0;
+  const double lag = obs.total_lag > 0 ? static_cast<double>(obs.total_lag) : 0.0;
+
+  double dt = 0.0;
+  if (!started_) {
+    started_ = true;
+    rate_fast_ = rate_slow_ = arrival;
+  } else if (std::isfinite(obs.time) && obs.time > last_time_) {
+    dt = obs.time - last_time_;
+    rate_fast_ += dt / (params_.rate_filter_seconds + dt) * (arrival - rate_fast_);
+    rate_slow_ += dt / (params_.slow_rate_filter_seconds + dt) * (arrival - rate_slow_);
+  }
+  if (std::isfinite(obs.time) && (dt > 0.0 || last_pool_ < 0)) last_time_ = obs.time;
+  // A resize (ours, a guard's or an operator's) starts a new dwell: the surplus is of this pool.
+  if (current != last_pool_) surplus_ = 0.0;
+  last_pool_ = current;
+
+  cap_ = learner_.cap();
+  const int ceiling = std::clamp(std::isfinite(cap_) ? to_workers(cap_) : hi, lo, hi);
+  const double backlog = std::max(0.0, lag - params_.lag_allowance) / params_.catch_up_seconds;
+  demand_ = rate_slow_ + backlog;
+  capacity_ = capacity(current);
+  const bool known = learner_.fitted().valid;
+  const bool burst = rate_fast_ + backlog > capacity_ * (1.0 + params_.burst_margin);
+  const bool overloaded = demand_ > capacity_ || burst;
+  up_target_ = current;
+  down_target_ = current;
+  int target = current;
+  std::string why;
+  if (known && overloaded) {
+    // A level above capacity is sized on the level: its noise is the lag allowance's to absorb.
+    // A burst is sized on the fast average or this tick's rate, whichever is higher: after a
+    // jump the averages lag behind, and a step sized on them would need more steps after it.
+    const double sizing =
+        (burst ? std::max({rate_slow_, rate_fast_, arrival}) : rate_slow_) + backlog;
+    const double need = workers_for(sizing / params_.target_utilization);
+    up_target_ =
+        std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9))) : ceiling;
+    target = up_target_;
+    surplus_ = 0.0;
+    pending_down_ = 0;
+    if (obs.explain) {
+      why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) + "/s above capacity " +
+            fixed(capacity_, 0) + "/s of " + std::to_string(current) + ": scale up to " +
+            std::to_string(up_target_) + " (" + num(params_.target_utilization * 100) +
+            "% utilization)";
+    }
+  } else if (known) {
+    down_target_ = std::clamp(
+        to_workers(std::ceil(workers_for(rate_fast_ / params_.scale_down_utilization) - 1e-9)), lo,
+        std::max(lo, current));
+    const bool draining = lag > params_.scale_down_lag_fraction * params_.lag_allowance;
+    if (pending_down_ > 0 && (pending_down_ >= current || draining)) pending_down_ = 0;
+    // A tick without surplus (the rate's noise back at the pool's size) leaves S alone: waste
+    // already spent stays spent, and resetting on every noisy tick would hold a pool one worker
+    // too large for as long as the noise touches the boundary. A backlog resets it.
+    if (draining) {
+      surplus_ = 0.0;
+    } else if (down_target_ < current) {
+      surplus_ += (current - down_target_) * dt;
+    }
+    // Once paid for, the step is latched: proposed unchanged on every tick until the pool
+    // reaches it (the guards' stabilization window passes only a lasting recommendation, and a
+    // target that followed the falling rate tick by tick would come out as many small steps).
+    if (pending_down_ == 0 && down_target_ < current && surplus_ >= params_.scale_down_cost) {
+      pending_down_ = down_target_;
+    }
+    if (pending_down_ > 0) target = pending_down_;
+    if (obs.explain) {
+      why = "rate " + fixed(rate_fast_, 0) + "/s, capacity " + fixed(capacity_, 0) + "/s of " +
+            std::to_string(current);
+      if (target < current) {
+        why += ": surplus paid for the step: scale down to " + std::to_string(target);
+      } else if (down_target_ < current) {
+        why += draining ? ": hold (lag " + std::to_string(obs.total_lag) + " still draining)"
+                        : ": hold (" + fixed(surplus_, 0) + " of " + num(params_.scale_down_cost) +
+                              " surplus worker-s toward " + std::to_string(down_target_) + ")";
+      } else {
+        why += ": hold";
+      }
+    }
+  } else if (obs.explain) {
+    why = "no rate measured yet: hold " + std::to_string(current);
+  }
+  workers_ = std::clamp(target, lo, ceiling);
+  if (!obs.explain) return {workers_, {}};
+  if (workers_ != target) {
+    why += "; limits [" + std::to_string(lo) + ", " + std::to_string(ceiling) + "]" +
+           (ceiling < hi ? " (cap: peak_fraction x N*)" : "") + ": " + std::to_string(workers_);
+  }
+  return {workers_, std::move(why)};
+}
+
+nlohmann::json HybridPolicy::state() const {
+  return {
+      {"rate_fast", rate_fast_}, {"rate_slow", rate_slow_},           {"demand", demand_},
+      {"capacity", capacity_},   {"up_target", up_target_},           {"down_target", down_target_},
+      {"surplus", surplus_},     {"pending_down", pending_down_},     {"cap", finite_or_null(cap_)},
+      {"workers", workers_},     {"fit", learner_.fitted().to_json()}};
+}
+
+}  // namespace lagpilot

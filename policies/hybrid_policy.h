@@ -1,0 +1,126 @@
+#pragma once
+// The `hybrid` policy (the default): feedforward from the measured scaling curve, feedback on
+// lag, and a cost per scale-down so that the pool moves rarely and in useful steps.
+//
+// Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "policies/model_policy.h"
+#include "policies/policy.h"
+
+namespace lagpilot {
+
+struct HybridParams {
+  // Time constants of the two arrival-rate estimates (exponential moving averages), seconds:
+  // the fast one sizes scale-ups, the larger of both sizes scale-downs (a dip must last before
+  // the pool shrinks for it). > 0.
+  double rate_filter_seconds = 10.0;
+  double slow_rate_filter_seconds = 30.0;
+  // A scale-up sizes the pool so that the demand uses this fraction of its predicted
+  // throughput, in (0, 1]: the headroom absorbs the rate's noise until the next scale-up.
+  double target_utilization = 0.95;
+  // A scale-down goes to the smallest pool the demand would use at most this fraction of, in
+  // (0, target_utilization]: the band between the two is where the pool holds still.
+  double scale_down_utilization = 0.93;
+  // Lag up to this many messages is left to drain by itself (the pool is not sized for it);
+  // above it, the excess is to be drained within catch_up_seconds. >= 0.
+  double lag_allowance = 2000.0;
+  double catch_up_seconds = 60.0;  // > 0
+  // The price of a scale-down, in worker-seconds (>= 0): the pool shrinks once the workers it
+  // could shed, summed over the time since the pool last changed, reach this. One surplus worker
+  // waits this many seconds, four wait a quarter of it; a short dip pays only part of it.
+  double scale_down_cost = 240.0;
+  // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
+  // still draining is no surplus.
+  double scale_down_lag_fraction = 0.5;
+  // A scale-up is due when the level (slow average) plus the backlog term exceeds the pool's
+  // capacity, or the fast average plus the backlog term exceeds it by this fraction, >= 0: a
+  // short spike is left to the lag allowance, a jump is answered within seconds.
+  double burst_margin = 0.1;
+  // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
+  // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
+  // the cap, fit for a seed curve); its sizing keys are rejected here.
+  ModelParams model;
+
+  // Throws ConfigError naming the field ("policy.params.target_utilization: ...").
+  static HybridParams from_json(const nlohmann::json& j, const std::string& path);
+  nlohmann::json to_json() const;
+};
+
+// Algorithm.
+//
+// Curve: an embedded ModelPolicy learns the throughput X(n) of n workers from every tick (DS2's
+// true rate per busy worker, a USL fit; see model_policy.h) and gives the cap floor(peak_fraction
+// x N*) once it has a fit. Its own sizing is not used. Until it has any point, the pool is held.
+//
+// Rates: r_fast and r_slow are moving averages of the arrival rate (time constants
+// rate_filter_seconds and slow_rate_filter_seconds); the first tick sets both. r_slow is the
+// level; r_fast follows jumps and drops.
+//
+// Scale up (feedforward + feedback), at once:
+//   backlog  B = max(0, lag - lag_allowance) / catch_up_seconds
+//   level    D = r_slow + B > X(current)                  -> sized on D
+//   burst    r_fast + B > (1 + burst_margin) X(current)   -> sized on max(r_slow, r_fast,
+//                                                            this tick's rate) + B
+//   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
+// The trigger is the capacity itself, not the headroom: inside the headroom the rate's noise
+// would trigger a scale-up that a scale-down must then undo (a reversal); a real overload shows
+// as a level above capacity, as a burst or as lag, and the step then goes to the headroom at
+// once (sized on this tick's rate after a jump, which the averages still lag behind).
+//
+// Scale down (cost per action):
+//   target = ceil(n with X(n) = r_fast / scale_down_utilization)
+//   while target < current and lag <= scale_down_lag_fraction x lag_allowance, the surplus
+//   S += (current - target) x dt accumulates (a tick at target == current leaves S as it is; a
+//   backlog above that lag, a scale-up or any resize resets it); when S >= scale_down_cost the
+//   target is latched and proposed on every tick until the pool reaches it (the guards'
+//   stabilization window passes only a lasting recommendation, and a target that followed the
+//   falling rate tick by tick would come out as many small steps).
+// The rule is the optimal stopping rule for a falling load with a price per action: with the
+// need falling at s workers/s, acting when the wasted worker-seconds reach C gives steps of
+// sqrt(2 C s), which minimizes waste + C x actions per unit time.
+// So noise within the band between scale_down_utilization and capacity never moves the pool,
+// a small surplus waits long and a large one short, and one step sheds the whole surplus.
+//
+// Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)].
+//
+// Why it stays calm: the pool changes only when the load leaves the band [scale_down_utilization
+// x X(n), X(n)] and, downward, only after the surplus has paid for the action. Under a constant
+// load with Poisson noise (relative noise of the 10 s average about 1.5 % at 500 msg/s) the band
+// is several standard deviations wide on either side of the equilibrium pool.
+class HybridPolicy : public Policy {
+ public:
+  explicit HybridPolicy(HybridParams params = {});
+
+  std::string name() const override { return "hybrid"; }
+  Proposal decide(const Observation& obs) override;
+  nlohmann::json params() const override;
+  // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
+  // (worker-seconds), cap (null: none), workers, and the curve ("fit": UslModel keys).
+  nlohmann::json state() const override;
+
+ private:
+  double capacity(double workers) const;
+  double workers_for(double throughput) const;
+
+  HybridParams params_;
+  ModelPolicy learner_;
+  bool started_ = false;
+  double last_time_ = 0.0;
+  double rate_fast_ = 0.0;
+  double rate_slow_ = 0.0;
+  double surplus_ = 0.0;  // worker-seconds, see the class comment
+  int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
+  int last_pool_ = -1;
+  // Last decision, for state().
+  double demand_ = 0.0;
+  double capacity_ = 0.0;
+  int up_target_ = 0;
+  int down_target_ = 0;
+  double cap_ = 0.0;
+  int workers_ = 0;
+};
+
+}  // namespace lagpilot

@@ -1,0 +1,337 @@
+#include "sim/scoreboard.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "policies/number_text.h"
+#include "sim/html_report.h"
+#include "sim/report.h"
+
+namespace lagpilot::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const RunResult* find_reference(const std::vector<RunResult>& runs, const std::string& policy) {
+  const RunResult* found = nullptr;
+  for (const RunResult& r : runs) {
+    if (r.policy != policy) continue;
+    if (r.label == policy) return &r;
+    if (!found) found = &r;
+  }
+  return found;
+}
+
+// count / reference, with 0 / 0 = 0 and n / 0 = +infinity: the goals are "at most a fraction
+// of HPA's", so against a reference that never acted any action is too many.
+double count_ratio(double count, double reference) {
+  if (reference > 0.0) return count / reference;
+  return count > 0.0 ? kInf : 0.0;
+}
+
+std::string ratio_text(double r) {
+  if (std::isnan(r)) return "n/a";
+  if (std::isinf(r)) return "inf";
+  return text::fixed(r, 2) + "x";
+}
+
+std::string verdict(int misses, int traces) {
+  return misses == 0 ? "pass" : "FAIL " + std::to_string(misses) + "/" + std::to_string(traces);
+}
+
+struct GoalColumn {
+  const char* name;
+  int PolicyScore::*misses;
+};
+
+const GoalColumn kGoals[] = {{"ws", &PolicyScore::worker_seconds_misses},
+                             {"slo", &PolicyScore::slo_misses},
+                             {"actions", &PolicyScore::actions_misses},
+                             {"reversals", &PolicyScore::reversals_misses},
+                             {"N*", &PolicyScore::peak_misses}};
+
+// The rows of the table, as text, shared by the text and the HTML renderings.
+std::vector<std::string> header() {
+  return {"policy",
+          "ws/oracle worst",
+          "ws/oracle geomean",
+          "avoidable s>SLO",
+          "HPA's",
+          "actions",
+          "HPA's",
+          "worst vs HPA",
+          "reversals",
+          "HPA's",
+          "worst vs HPA",
+          "max workers",
+          "goals: ws",
+          "slo",
+          "actions",
+          "reversals",
+          "N*"};
+}
+
+std::vector<std::string> row(const Scoreboard& b, const PolicyScore& p) {
+  const int n = static_cast<int>(p.traces.size());
+  std::vector<std::string> cells = {p.label,
+                                    ratio_text(p.worst_worker_seconds_ratio),
+                                    ratio_text(p.geomean_worker_seconds_ratio),
+                                    text::fixed(p.avoidable_seconds, 0),
+                                    b.has_hpa ? text::fixed(p.hpa_avoidable_seconds, 0) : "n/a",
+                                    std::to_string(p.scale_actions),
+                                    b.has_hpa ? std::to_string(p.hpa_scale_actions) : "n/a",
+                                    b.has_hpa ? ratio_text(p.worst_actions_ratio) : "n/a",
+                                    std::to_string(p.reversals),
+                                    b.has_hpa ? std::to_string(p.hpa_reversals) : "n/a",
+                                    b.has_hpa ? ratio_text(p.worst_reversals_ratio) : "n/a",
+                                    std::to_string(p.max_workers)};
+  for (const GoalColumn& g : kGoals) {
+    cells.push_back(p.is_oracle ? "(reference)" : verdict(p.*g.misses, n));
+  }
+  return cells;
+}
+
+}  // namespace
+
+nlohmann::json ScoreboardGoals::to_json() const {
+  return {{"max_worker_seconds_ratio", max_worker_seconds_ratio},
+          {"avoidable_slo_factor", avoidable_slo_factor},
+          {"avoidable_slo_allowance_seconds", avoidable_slo_allowance_seconds},
+          {"max_actions_ratio", max_actions_ratio},
+          {"max_reversals_ratio", max_reversals_ratio}};
+}
+
+double model_peak_workers(const ConsumerModelConfig& model) {
+  if (!(model.usl_kappa > 0.0)) return kInf;
+  return std::sqrt(std::max(0.0, 1.0 - model.usl_sigma) / model.usl_kappa);
+}
+
+Scoreboard build_scoreboard(const std::vector<TraceRuns>& traces, double peak_workers,
+                            const ScoreboardGoals& goals) {
+  if (traces.empty() || traces.front().runs.empty()) {
+    throw std::invalid_argument("scoreboard: no runs to score");
+  }
+  Scoreboard board;
+  board.goals = goals;
+  board.peak_workers = peak_workers;
+  board.has_oracle = true;
+  board.has_hpa = true;
+  const std::vector<RunResult>& first = traces.front().runs;
+  for (const TraceRuns& t : traces) {
+    board.traces.push_back(t.trace);
+    if (t.runs.size() != first.size()) {
+      throw std::invalid_argument("scoreboard: trace " + t.trace + " has " +
+                                  std::to_string(t.runs.size()) + " runs, the first has " +
+                                  std::to_string(first.size()));
+    }
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      if (t.runs[i].label != first[i].label) {
+        throw std::invalid_argument("scoreboard: run " + std::to_string(i) + " of trace " +
+                                    t.trace + " is \"" + t.runs[i].label + "\", not \"" +
+                                    first[i].label + "\"");
+      }
+    }
+    board.has_oracle = board.has_oracle && find_reference(t.runs, "oracle") != nullptr;
+    board.has_hpa = board.has_hpa && find_reference(t.runs, "hpa") != nullptr;
+  }
+
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    PolicyScore p;
+    p.label = first[i].label;
+    p.policy = first[i].policy;
+    double log_sum = 0.0;
+    int ratios = 0;
+    double worst = -kInf;
+    for (const TraceRuns& t : traces) {
+      const RunResult& run = t.runs[i];
+      const RunResult* oracle = find_reference(t.runs, "oracle");
+      const RunResult* hpa = find_reference(t.runs, "hpa");
+      p.is_oracle = p.is_oracle || &run == oracle;
+      p.is_hpa = p.is_hpa || &run == hpa;
+      TraceScore s;
+      s.trace = t.trace;
+      s.kpis = run.kpis;
+      const double unavoidable = oracle ? oracle->kpis.seconds_above_slo : 0.0;
+      s.avoidable_seconds = std::max(0.0, run.kpis.seconds_above_slo - unavoidable);
+      if (oracle && oracle->kpis.worker_seconds > 0.0) {
+        s.worker_seconds_ratio = run.kpis.worker_seconds / oracle->kpis.worker_seconds;
+        log_sum += std::log(s.worker_seconds_ratio);
+        ++ratios;
+        worst = std::max(worst, s.worker_seconds_ratio);
+      }
+      s.worker_seconds_ok = s.worker_seconds_ratio <= goals.max_worker_seconds_ratio;
+      if (hpa) {
+        s.hpa_avoidable_seconds = std::max(0.0, hpa->kpis.seconds_above_slo - unavoidable);
+        s.hpa_scale_actions = hpa->kpis.scale_actions;
+        s.hpa_reversals = hpa->kpis.reversals;
+        s.slo_ok = s.avoidable_seconds <= goals.avoidable_slo_factor * s.hpa_avoidable_seconds +
+                                              goals.avoidable_slo_allowance_seconds;
+        s.actions_ok = run.kpis.scale_actions <= goals.max_actions_ratio * s.hpa_scale_actions;
+        s.reversals_ok = run.kpis.reversals <= goals.max_reversals_ratio * s.hpa_reversals;
+      }
+      s.peak_ok = run.kpis.max_workers <= peak_workers;
+      p.avoidable_seconds += s.avoidable_seconds;
+      p.hpa_avoidable_seconds += s.hpa_avoidable_seconds;
+      p.scale_actions += run.kpis.scale_actions;
+      p.hpa_scale_actions += s.hpa_scale_actions;
+      p.reversals += run.kpis.reversals;
+      p.hpa_reversals += s.hpa_reversals;
+      p.worst_actions_ratio =
+          std::max(p.worst_actions_ratio, count_ratio(run.kpis.scale_actions, s.hpa_scale_actions));
+      p.worst_reversals_ratio =
+          std::max(p.worst_reversals_ratio, count_ratio(run.kpis.reversals, s.hpa_reversals));
+      p.max_workers = std::max(p.max_workers, run.kpis.max_workers);
+      p.worker_seconds_misses += s.worker_seconds_ok ? 0 : 1;
+      p.slo_misses += s.slo_ok ? 0 : 1;
+      p.actions_misses += s.actions_ok ? 0 : 1;
+      p.reversals_misses += s.reversals_ok ? 0 : 1;
+      p.peak_misses += s.peak_ok ? 0 : 1;
+      p.traces.push_back(std::move(s));
+    }
+    if (ratios == static_cast<int>(traces.size())) {
+      p.worst_worker_seconds_ratio = worst;
+      p.geomean_worker_seconds_ratio = std::exp(log_sum / ratios);
+    } else {
+      p.worst_worker_seconds_ratio = p.geomean_worker_seconds_ratio = kNaN;
+    }
+    board.policies.push_back(std::move(p));
+  }
+  return board;
+}
+
+std::string format_scoreboard(const Scoreboard& b) {
+  std::vector<std::vector<std::string>> rows = {header()};
+  for (const PolicyScore& p : b.policies) rows.push_back(row(b, p));
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::ostringstream out;
+  out << "scoreboard over " << b.traces.size() << " traces; goals per trace: worker-seconds <= "
+      << text::num(b.goals.max_worker_seconds_ratio)
+      << "x oracle, avoidable s above SLO <= " << text::num(b.goals.avoidable_slo_factor)
+      << "x HPA's + " << text::num(b.goals.avoidable_slo_allowance_seconds)
+      << " s, scale actions <= " << text::num(b.goals.max_actions_ratio)
+      << "x HPA's, reversals <= " << text::num(b.goals.max_reversals_ratio)
+      << "x HPA's, max workers <= N* ("
+      << (std::isfinite(b.peak_workers) ? text::fixed(b.peak_workers, 1) : "none") << ")\n";
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      const std::string pad(width[c] - r[c].size(), ' ');
+      out << (c == 0 ? r[c] + pad : pad + r[c]) << (c + 1 < r.size() ? "  " : "\n");
+    }
+  }
+  if (!b.has_oracle) out << "no oracle run on every trace: the worker-seconds goal is not met\n";
+  if (!b.has_hpa) out << "no hpa run on every trace: the HPA-relative goals are not met\n";
+  for (const PolicyScore& p : b.policies) {
+    if (p.is_oracle || p.is_hpa || p.meets_all()) continue;
+    out << p.label << " misses:";
+    for (const TraceScore& s : p.traces) {
+      std::string what;
+      if (!s.worker_seconds_ok) what += " ws " + ratio_text(s.worker_seconds_ratio);
+      if (!s.slo_ok) {
+        what += " slo " + text::fixed(s.avoidable_seconds, 0) + "s (HPA's " +
+                text::fixed(s.hpa_avoidable_seconds, 0) + ")";
+      }
+      if (!s.actions_ok) {
+        what += " actions " + std::to_string(s.kpis.scale_actions) + " (HPA's " +
+                std::to_string(s.hpa_scale_actions) + ")";
+      }
+      if (!s.reversals_ok) {
+        what += " reversals " + std::to_string(s.kpis.reversals) + " (HPA's " +
+                std::to_string(s.hpa_reversals) + ")";
+      }
+      if (!s.peak_ok) what += " max workers " + std::to_string(s.kpis.max_workers);
+      if (!what.empty()) out << " [" << s.trace << ":" << what << "]";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json scoreboard_to_json(const Scoreboard& b) {
+  nlohmann::json policies = nlohmann::json::array();
+  for (const PolicyScore& p : b.policies) {
+    nlohmann::json traces = nlohmann::json::array();
+    for (const TraceScore& s : p.traces) {
+      traces.push_back({{"trace", s.trace},
+                        {"kpis", kpis_to_json(s.kpis)},
+                        {"worker_seconds_ratio", s.worker_seconds_ratio},
+                        {"avoidable_seconds_above_slo", s.avoidable_seconds},
+                        {"hpa_avoidable_seconds_above_slo", s.hpa_avoidable_seconds},
+                        {"hpa_scale_actions", s.hpa_scale_actions},
+                        {"hpa_reversals", s.hpa_reversals},
+                        {"goals",
+                         {{"worker_seconds", s.worker_seconds_ok},
+                          {"slo", s.slo_ok},
+                          {"scale_actions", s.actions_ok},
+                          {"reversals", s.reversals_ok},
+                          {"peak", s.peak_ok}}}});
+    }
+    nlohmann::json j = {{"label", p.label},
+                        {"policy", p.policy},
+                        {"reference", p.is_oracle ? "oracle"
+                                      : p.is_hpa  ? "hpa"
+                                                  : ""},
+                        {"worst_worker_seconds_ratio", p.worst_worker_seconds_ratio},
+                        {"geomean_worker_seconds_ratio", p.geomean_worker_seconds_ratio},
+                        {"avoidable_seconds_above_slo", p.avoidable_seconds},
+                        {"hpa_avoidable_seconds_above_slo", p.hpa_avoidable_seconds},
+                        {"scale_actions", p.scale_actions},
+                        {"hpa_scale_actions", p.hpa_scale_actions},
+                        {"worst_scale_actions_ratio", p.worst_actions_ratio},
+                        {"reversals", p.reversals},
+                        {"hpa_reversals", p.hpa_reversals},
+                        {"worst_reversals_ratio", p.worst_reversals_ratio},
+                        {"max_workers", p.max_workers},
+                        {"traces_missing",
+                         {{"worker_seconds", p.worker_seconds_misses},
+                          {"slo", p.slo_misses},
+                          {"scale_actions", p.actions_misses},
+                          {"reversals", p.reversals_misses},
+                          {"peak", p.peak_misses}}},
+                        {"meets_all_goals", p.meets_all()},
+                        {"traces", std::move(traces)}};
+    policies.push_back(std::move(j));
+  }
+  return rounded_json({{"goals", b.goals.to_json()},
+                       {"traces", b.traces},
+                       {"peak_workers", b.peak_workers},
+                       {"policies", std::move(policies)}});
+}
+
+void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
+  const std::vector<std::string> head = header();
+  out << "<div class=\"table-wrap\"><table id=\"scoreboard\" class=\"kpi\">\n<thead><tr>";
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    out << "<th" << (c == 0 ? " class=\"name\"" : "") << ">" << html_escape(head[c]) << "</th>";
+  }
+  out << "</tr></thead>\n<tbody>\n";
+  for (const PolicyScore& p : b.policies) {
+    out << "<tr" << (p.is_oracle ? " class=\"oracle\"" : "") << ">";
+    const std::vector<std::string> cells = row(b, p);
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const bool fail = cells[c].rfind("FAIL", 0) == 0;
+      out << "<td"
+          << (c == 0 ? " class=\"name\""
+              : fail ? " class=\"best\""
+                     : "")
+          << ">" << html_escape(cells[c]) << "</td>";
+    }
+    out << "</tr>\n";
+  }
+  out << "</tbody></table></div>\n<p class=\"note\">Over " << b.traces.size()
+      << " traces. Goals, on every trace: worker-seconds at most "
+      << html_escape(text::num(b.goals.max_worker_seconds_ratio))
+      << "x the oracle's; seconds above the lag SLO beyond the oracle's (avoidable) at most "
+      << html_escape(text::num(b.goals.avoidable_slo_factor)) << "x HPA's avoidable plus "
+      << html_escape(text::num(b.goals.avoidable_slo_allowance_seconds))
+      << " s; scale actions and direction reversals at most "
+      << html_escape(text::num(b.goals.max_actions_ratio))
+      << "x HPA's; the pool never above the model's throughput peak N*. FAIL n/m: missed on n "
+         "of m traces (in bold).</p>\n";
+}
+
+}  // namespace lagpilot::sim

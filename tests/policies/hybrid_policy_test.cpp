@@ -1,0 +1,138 @@
+// The hybrid policy in closed loop with fluid plants: it answers a jump at once and in one or two
+// steps, sheds a surplus only after it has paid for the step (and then in one step), never goes
+// past the fitted peak, and names bad parameters.
+#include "policies/hybrid_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "policies/config_reader.h"
+#include "tests/policies/fluid_plant.h"
+
+namespace lagpilot {
+namespace {
+
+using testing::FluidPlant;
+
+int changes(const std::vector<int>& proposals, std::size_t from, std::size_t to) {
+  int n = 0;
+  for (std::size_t i = std::max<std::size_t>(from, 1); i < to && i < proposals.size(); ++i) {
+    n += proposals[i] != proposals[i - 1] ? 1 : 0;
+  }
+  return n;
+}
+
+// Runs `plant` under `policy` for `seconds`, with the arrival rate given per second.
+std::vector<int> run(HybridPolicy& policy, FluidPlant& plant, int seconds,
+                     double (*arrival)(int second)) {
+  std::vector<int> proposals;
+  for (int s = 0; s < seconds; ++s) {
+    plant.arrival = arrival(s);
+    const Proposal p = policy.decide(plant.observe());
+    EXPECT_FALSE(p.reason.empty());
+    proposals.push_back(p.workers);
+    plant.workers = p.workers;
+    plant.step(1.0);
+  }
+  return proposals;
+}
+
+TEST(HybridPolicy, AnswersAJumpAtOnceInFewSteps) {
+  HybridPolicy policy;
+  FluidPlant plant;  // 100 msg/s per worker, bounds [4, 16]
+  const auto proposals = run(policy, plant, 900, [](int s) { return s < 600 ? 300.0 : 1000.0; });
+  EXPECT_EQ(proposals[599], 4);
+  // 1000 msg/s needs 10 workers, 11 at 95 % utilization: there within 15 s, in at most 2 steps.
+  EXPECT_GE(proposals[615], 11);
+  EXPECT_LE(changes(proposals, 600, 900), 2);
+  EXPECT_LT(plant.lag, 1.0);
+}
+
+TEST(HybridPolicy, ShedsASurplusOnlyOnceItPaidForTheStepAndInOneStep) {
+  HybridParams params;
+  params.scale_down_cost = 600;  // worker-seconds
+  HybridPolicy policy(params);
+  FluidPlant plant;
+  plant.workers = 12;
+  const auto proposals = run(policy, plant, 1500, [](int s) { return s < 600 ? 1100.0 : 300.0; });
+  const int high = proposals[599];
+  ASSERT_GE(high, 12);
+  // After the drop the surplus is about high - 4 workers: it pays for 600 worker-seconds in
+  // 600 / (high - 4) seconds (plus the fast average's settling), not before.
+  const int earliest = 600 + static_cast<int>(600.0 / (high - 4)) - 1;
+  for (int s = 600; s < earliest; ++s) ASSERT_EQ(proposals[s], high) << "t=" << s;
+  EXPECT_EQ(proposals.back(), 4);
+  EXPECT_EQ(changes(proposals, 600, 1500), 1);
+}
+
+TEST(HybridPolicy, HoldsInsideTheBandWithoutAnyAction) {
+  HybridPolicy policy;
+  FluidPlant plant;
+  plant.workers = 8;
+  // 8 workers carry 800 msg/s; 760 msg/s uses 95 % of them, inside [93 %, 100 %].
+  const auto proposals = run(policy, plant, 3600, [](int) { return 760.0; });
+  EXPECT_EQ(changes(proposals, 0, proposals.size()), 0);
+  EXPECT_EQ(proposals.back(), 8);
+}
+
+TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
+  // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
+  // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
+  const double lambda = 100, sigma = 0.1, kappa = 0.01;
+  auto capacity = [&](int n) {
+    return n <= 0 ? 0.0 : lambda * n / (1 + sigma * (n - 1) + kappa * n * (n - 1));
+  };
+  HybridParams params;
+  params.model.fit = UslSeed{lambda, sigma, kappa};
+  HybridPolicy policy(params);
+  double lag = 0, time = 0;
+  int workers = 4;
+  const double arrival = 3 * capacity(9);
+  for (int s = 0; s < 1200; ++s) {
+    Observation o;
+    o.time = time;
+    o.total_lag = std::llround(lag);
+    o.arrival_rate = arrival;
+    o.current_workers = workers;
+    o.min_workers = 1;
+    o.max_workers = 32;
+    const double processed = std::min(capacity(workers), lag + arrival);
+    o.processed_rate = processed;
+    o.busy_workers = capacity(workers) > 0 ? workers * processed / capacity(workers) : 0;
+    o.queue_depth = lag > 0 ? 1 : 0;
+    const Proposal p = policy.decide(o);
+    ASSERT_LE(p.workers, 9) << "t=" << s << ": " << p.reason;
+    workers = p.workers;
+    lag = std::max(0.0, lag + arrival - processed);
+    time += 1;
+  }
+  EXPECT_GE(workers, 7);
+}
+
+TEST(HybridPolicy, BadParametersNameTheField) {
+  auto error = [](const nlohmann::json& j) {
+    try {
+      HybridParams::from_json(j, "policy.params");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error({{"target_utilization", 0}}).find("policy.params.target_utilization"),
+            std::string::npos);
+  EXPECT_NE(error({{"scale_down_utilization", 0.99}}).find("must be <= target_utilization"),
+            std::string::npos);
+  EXPECT_NE(error({{"model", {{"target_utilization", 0.8}}}})
+                .find("policy.params.model.target_utilization: not used by hybrid"),
+            std::string::npos);
+  EXPECT_NE(error({{"model", {{"forgetting", 0}}}}).find("policy.params.model.forgetting"),
+            std::string::npos);
+  EXPECT_NE(error({{"scale_down_cots", 1}}).find("scale_down_cots"), std::string::npos);
+  EXPECT_EQ(error(nullptr), "no error");
+}
+
+}  // namespace
+}  // namespace lagpilot

@@ -1,0 +1,127 @@
+// The multi-trace scoreboard against a case computed by hand: two traces, two policies, with the
+// oracle and HPA as references.
+#include "sim/scoreboard.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lagpilot::sim {
+namespace {
+
+RunResult run(const std::string& label, const std::string& policy, double worker_seconds,
+              double above_slo, int actions, int reversals, int max_workers) {
+  RunResult r;
+  r.label = label;
+  r.policy = policy;
+  r.kpis.worker_seconds = worker_seconds;
+  r.kpis.seconds_above_slo = above_slo;
+  r.kpis.scale_actions = actions;
+  r.kpis.reversals = reversals;
+  r.kpis.max_workers = max_workers;
+  return r;
+}
+
+std::vector<TraceRuns> two_traces() {
+  return {{"a",
+           {run("p1", "pid", 1100, 30, 10, 4, 12), run("p2", "model", 1300, 200, 30, 2, 50),
+            run("hpa", "hpa", 1200, 110, 20, 8, 10), run("oracle", "oracle", 1000, 10, 6, 2, 16)}},
+          {"b",
+           {run("p1", "pid", 2400, 150, 4, 3, 12), run("p2", "model", 2000, 0, 0, 0, 8),
+            run("hpa", "hpa", 2100, 400, 10, 6, 16), run("oracle", "oracle", 2000, 0, 8, 4, 16)}}};
+}
+
+TEST(Scoreboard, MatchesAHandComputedCase) {
+  const Scoreboard b = build_scoreboard(two_traces(), 44.3);
+  ASSERT_EQ(b.policies.size(), 4u);
+  EXPECT_TRUE(b.has_oracle);
+  EXPECT_TRUE(b.has_hpa);
+
+  // p1: ratios 1.1 (a) and 1.2 (b). Avoidable: 30 - 10 = 20 against HPA's 110 - 10 = 100
+  // (limit 0.25 x 100 + 60 = 85), 150 against 400 (limit 160). Actions 10 <= 0.5 x 20 and
+  // 4 <= 0.5 x 10; reversals 4 <= 0.5 x 8 and 3 <= 0.5 x 6. Only b's 1.2x misses a goal.
+  const PolicyScore& p1 = b.policies[0];
+  EXPECT_EQ(p1.label, "p1");
+  EXPECT_DOUBLE_EQ(p1.worst_worker_seconds_ratio, 1.2);
+  EXPECT_NEAR(p1.geomean_worker_seconds_ratio, std::sqrt(1.1 * 1.2), 1e-12);
+  EXPECT_DOUBLE_EQ(p1.avoidable_seconds, 170);
+  EXPECT_DOUBLE_EQ(p1.hpa_avoidable_seconds, 500);
+  EXPECT_EQ(p1.scale_actions, 14);
+  EXPECT_EQ(p1.hpa_scale_actions, 30);
+  EXPECT_DOUBLE_EQ(p1.worst_actions_ratio, 0.5);
+  EXPECT_EQ(p1.reversals, 7);
+  EXPECT_EQ(p1.hpa_reversals, 14);
+  EXPECT_DOUBLE_EQ(p1.worst_reversals_ratio, 0.5);
+  EXPECT_EQ(p1.worker_seconds_misses, 1);
+  EXPECT_EQ(p1.slo_misses, 0);
+  EXPECT_EQ(p1.actions_misses, 0);
+  EXPECT_EQ(p1.reversals_misses, 0);
+  EXPECT_EQ(p1.peak_misses, 0);
+  EXPECT_TRUE(p1.traces[0].worker_seconds_ok);
+  EXPECT_FALSE(p1.traces[1].worker_seconds_ok);
+
+  // p2 on a: 1.3x, 190 s avoidable (> 85), 30 actions (> 10), 2 reversals (<= 4), 50 workers
+  // above N* = 44.3; on b: 1.0x and nothing else. Reversal ratios 2/8 and 0/6.
+  const PolicyScore& p2 = b.policies[1];
+  EXPECT_DOUBLE_EQ(p2.worst_worker_seconds_ratio, 1.3);
+  EXPECT_NEAR(p2.geomean_worker_seconds_ratio, std::sqrt(1.3), 1e-12);
+  EXPECT_DOUBLE_EQ(p2.avoidable_seconds, 190);
+  EXPECT_DOUBLE_EQ(p2.worst_actions_ratio, 1.5);
+  EXPECT_DOUBLE_EQ(p2.worst_reversals_ratio, 0.25);
+  EXPECT_EQ(p2.worker_seconds_misses, 1);
+  EXPECT_EQ(p2.slo_misses, 1);
+  EXPECT_EQ(p2.actions_misses, 1);
+  EXPECT_EQ(p2.reversals_misses, 0);
+  EXPECT_EQ(p2.peak_misses, 1);
+  EXPECT_EQ(p2.max_workers, 50);
+
+  // The references: HPA 1.2x and 1.05x; the oracle 1x, with its own actions reported.
+  EXPECT_TRUE(b.policies[2].is_hpa);
+  EXPECT_NEAR(b.policies[2].geomean_worker_seconds_ratio, std::sqrt(1.2 * 1.05), 1e-12);
+  EXPECT_TRUE(b.policies[3].is_oracle);
+  EXPECT_DOUBLE_EQ(b.policies[3].worst_worker_seconds_ratio, 1.0);
+  EXPECT_EQ(b.policies[3].scale_actions, 14);
+  EXPECT_EQ(b.policies[3].reversals, 6);
+
+  const std::string text = format_scoreboard(b);
+  EXPECT_NE(text.find("FAIL 1/2"), std::string::npos) << text;
+  EXPECT_NE(text.find("p2 misses: [a: ws 1.30x slo 190s (HPA's 100) actions 30 (HPA's 20) max "
+                      "workers 50]"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = scoreboard_to_json(b);
+  EXPECT_EQ(j["policies"][0]["traces_missing"]["worker_seconds"], 1);
+  EXPECT_EQ(j["policies"][1]["meets_all_goals"], false);
+  EXPECT_EQ(j["policies"][3]["reference"], "oracle");
+  std::ostringstream html;
+  write_scoreboard_table(html, b);
+  EXPECT_NE(html.str().find("<table id=\"scoreboard\""), std::string::npos);
+}
+
+TEST(Scoreboard, ActionsAgainstAnIdleHpaAreTooMany) {
+  std::vector<TraceRuns> t = {
+      {"idle",
+       {run("p", "pid", 100, 0, 1, 0, 4), run("hpa", "hpa", 100, 0, 0, 0, 4),
+        run("oracle", "oracle", 100, 0, 0, 0, 4)}}};
+  const Scoreboard b = build_scoreboard(t, 44.3);
+  EXPECT_TRUE(std::isinf(b.policies[0].worst_actions_ratio));
+  EXPECT_EQ(b.policies[0].actions_misses, 1);
+  EXPECT_EQ(b.policies[0].worst_reversals_ratio, 0.0);  // 0 against 0
+  EXPECT_EQ(b.policies[0].reversals_misses, 0);
+}
+
+TEST(Scoreboard, TracesMustHaveTheSameRuns) {
+  std::vector<TraceRuns> t = two_traces();
+  std::swap(t[1].runs[0], t[1].runs[1]);
+  EXPECT_THROW(build_scoreboard(t, 44.3), std::invalid_argument);
+  t[1].runs.pop_back();
+  EXPECT_THROW(build_scoreboard(t, 44.3), std::invalid_argument);
+  EXPECT_THROW(build_scoreboard({}, 44.3), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lagpilot::sim
