@@ -70,15 +70,19 @@ def make_scratch(binary, source):
     with open(make, "w", encoding="utf-8") as f:
         f.write(MAKE_STANDIN)
     os.chmod(make, 0o755)
-    os.makedirs(os.path.join(root, "traces"))
-    for trace in glob.glob(os.path.join(source, "traces", "*")):
-        with open(trace, encoding="utf-8", errors="replace") as src, open(
-            os.path.join(root, "traces", os.path.basename(trace)), "w", encoding="utf-8"
-        ) as dst:
-            for i, row in enumerate(src):
-                if i > MAX_TRACE_ROWS:
-                    break
-                dst.write(row)
+    # Every file under traces/ (subfolders such as traces/eval/ included), cut short.
+    traces = os.path.join(source, "traces")
+    for folder, _, names in os.walk(traces):
+        out_folder = os.path.join(root, "traces", os.path.relpath(folder, traces))
+        os.makedirs(out_folder, exist_ok=True)
+        for name in names:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as src, open(
+                os.path.join(out_folder, name), "w", encoding="utf-8"
+            ) as dst:
+                for i, row in enumerate(src):
+                    if i > MAX_TRACE_ROWS:
+                        break
+                    dst.write(row)
     return root
 
 
