@@ -124,7 +124,7 @@ CommandMain add_run_command(CLI::App& app) {
       ->capture_default_str();
   app.footer(
       "Defaults (no --config): embedded broker, topic 'events' with 8 partitions, synthetic\n"
-      "handler (5 ms lognormal), pid policy, 4 to 16 workers, 1 s tick. See --print-config.\n"
+      "handler (5 ms lognormal), hybrid policy, 4 to 16 workers, 1 s tick. See --print-config.\n"
       "Your own service: \"handler\": {\"type\": \"http\", \"url\": ...} or {\"type\": \"exec\",\n"
       "\"command\": [...]}, with retries and a dead-letter topic in \"failure\" (docs/sinks.md).\n"
       "SIGINT/SIGTERM: stop fetching, finish in-flight messages (those waiting for a retry are\n"

@@ -1,7 +1,7 @@
 #pragma once
 // The config file shared by every subcommand and by lagpilot::Service:
 //
-//   { "policy": {"name": "pid", "params": {...}},   policy and its parameters
+//   { "policy": {"name": "hybrid", "params": {...}}, policy and its parameters
 //     "guards": {...},                               bounds, step limits, stabilization, ...
 //     "sim": {...},                                  simulator settings (lagpilot sim, tune)
 //     "http": {...},                                 control API + /metrics (run, Service)

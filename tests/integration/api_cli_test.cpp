@@ -16,7 +16,9 @@ TEST(ApiCli, OverridePinsTheLivePoolThenPolicyResumes) {
   ::setenv("LAGPILOT_API_TOKEN", "s3cret", 1);  // inherited by the child
   const int port = 19464;
   ChildProcess run({LAGPILOT_BINARY, "run", "--embedded-broker", "--listen",
-                    "127.0.0.1:" + std::to_string(port), "--log-format", "json"},
+                    "127.0.0.1:" + std::to_string(port), "--log-format", "json",
+                    // pid: it leaves the pinned size at once when the pin ends.
+                    "--policy", "pid"},
                    "/tmp/lagpilot-api-cli.log");
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(1);

@@ -86,7 +86,7 @@ TEST(Service, EveryMessageReachesTheHandlerAndTheLoopTicksOnItsOwnThread) {
   EXPECT_FALSE(ticked_on_caller.load());
   const nlohmann::json status = service.status();
   EXPECT_GT(status["ticks"].get<int>(), 0);
-  EXPECT_EQ(status["policy"]["name"], "pid");
+  EXPECT_EQ(status["policy"]["name"], AppConfig{}.policy_name);  // the default
   EXPECT_GE(status["workers"]["current"].get<int>(), 4);
   // The last tick's counters, then the source's final ones.
   const nlohmann::json& counters = status["runtime"]["counters"];
