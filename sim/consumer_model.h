@@ -50,6 +50,7 @@
 #include "policies/event_queue.h"
 #include "policies/log_histogram.h"
 #include "sim/random.h"
+#include "sim/window_histogram.h"
 
 namespace lagpilot::sim {
 
@@ -244,8 +245,8 @@ class ConsumerModel {
   double window_start_ = 0.0;
   double window_busy_area_start_ = 0.0;
   int64_t window_completed_ = 0;
-  LogHistogram latency_;  // per-message fidelity
-  LogHistogram record_age_;
+  WindowHistogram latency_;  // per-message fidelity
+  WindowHistogram record_age_;
   std::vector<double> stretch_weight_;  // batch fidelity: messages completed per busy count
   int stretch_lo_ = std::numeric_limits<int>::max();
   int stretch_hi_ = -1;
