@@ -11,11 +11,13 @@
 #   bench/mmc_vs_simpy.sh                        # build/release/cli/lagpilot, 5 + 3 runs
 #   LAGPILOT=/tmp/lagpilot-baseline RUNS=9 SIMPY_RUNS=1 bench/mmc_vs_simpy.sh
 #   CUSTOMERS=200000 bench/mmc_vs_simpy.sh       # a quicker look
+#   BASELINE=/tmp/lagpilot-before bench/mmc_vs_simpy.sh   # and an older lagpilot beside it
 #
 # Needs /usr/bin/python3 with python3-simpy and /usr/bin/time (scripts/install-deps.sh).
 set -euo pipefail
 
 BIN=${LAGPILOT:-build/release/cli/lagpilot}
+BASELINE=${BASELINE:-}  # a second lagpilot (e.g. before a change), run beside the first
 RUNS=${RUNS:-5}
 SIMPY_RUNS=${SIMPY_RUNS:-3}
 CUSTOMERS=${CUSTOMERS:-2000000}
@@ -53,13 +55,19 @@ measure() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-lp_times=() sp_times=()
-lp_rss=0 sp_rss=0
+lp_times=() sp_times=() base_times=()
+lp_rss=0 sp_rss=0 base_rss=0
 lagpilot_run() {
   read -r t rss < <(measure "$BIN" sim --trace "$work/mmc.csv" --config "$work/mmc.json" \
     --policy static:16 --fidelity message --json "$work/mmc-out.json")
   lp_times+=("$t"); (( rss > lp_rss )) && lp_rss=$rss
   printf '  lagpilot run %d: %6.3f s wall, %7d KB max RSS\n' "${#lp_times[@]}" "$t" "$rss"
+  if [[ -n $BASELINE ]]; then
+    read -r t rss < <(measure "$BASELINE" sim --trace "$work/mmc.csv" --config "$work/mmc.json" \
+      --policy static:16 --fidelity message --json "$work/base-out.json")
+    base_times+=("$t"); (( rss > base_rss )) && base_rss=$rss
+    printf '  baseline run %d: %6.3f s wall, %7d KB max RSS\n' "${#base_times[@]}" "$t" "$rss"
+  fi
 }
 simpy_run() {
   read -r t rss < <(measure /usr/bin/python3 "$here/mmc_simpy.py" "$CUSTOMERS" 12 1 16 1)
@@ -75,6 +83,11 @@ for ((i = 0; i < RUNS || i < SIMPY_RUNS; ++i)); do
   if ((i < SIMPY_RUNS)); then simpy_run; fi
 done
 
+if [[ -n $BASELINE ]]; then
+  base=$(printf '%s\n' "${base_times[@]}" | median)
+  cmp -s "$work/mmc-out.json" "$work/base-out.json" && same="byte-identical" || same="DIFFERENT"
+  echo "baseline median wall: $base s (max RSS $((base_rss / 1024)) MB); KPI JSON of the two: $same"
+fi
 lp=$(printf '%s\n' "${lp_times[@]}" | median)
 sp=$(printf '%s\n' "${sp_times[@]}" | median)
 lp_wait=$(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); k=r["runs"][0]["kpis"]; print(k["mean_wait_seconds"], k["arrived"])' "$work/mmc-out.json")

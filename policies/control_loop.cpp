@@ -11,7 +11,7 @@ ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<P
       policy_(std::move(policy)),
       policy_name_(policy_ ? policy_->name() : std::string()),
       guards_(std::move(guards)),
-      history_limit_(decision_history == 0 ? 1 : decision_history) {}
+      history_limit_(decision_history) {}
 
 Decision ControlLoop::tick(double now) {
   Observation obs = sampler_.sample(now);
@@ -28,7 +28,9 @@ Decision ControlLoop::tick(double now) {
   d.reason = std::move(reason);
   last_observation_ = obs;
   ++ticks_;
-  if (history_.size() >= history_limit_) {
+  if (history_limit_ == 0) {
+    // No history kept (the simulator's loops: nobody reads it).
+  } else if (history_.size() >= history_limit_) {
     // Full (the steady state): overwrite the oldest entry, so that its strings' buffers take
     // this tick's text by assignment instead of each tick allocating new ones.
     history_[history_head_] = d;
@@ -164,6 +166,7 @@ Decision ControlLoop::note_locked(double now) const {
 }
 
 void ControlLoop::record_locked(Decision d) {
+  if (history_limit_ == 0) return;
   if (history_.size() < history_limit_) {
     history_.push_back(std::move(d));
   } else {

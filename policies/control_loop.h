@@ -48,6 +48,9 @@ class ControlLoop {
   // Called on the control thread after each tick, with the mutex released.
   using DecisionListener = std::function<void(const Observation&, const Decision&)>;
 
+  // `decision_history`: how many decisions (and operator notes) recent_decisions() keeps; 0
+  // keeps none (then last_decision() is empty and notes carry 0 workers): for callers that
+  // never read them, such as the simulator, which ticks millions of times.
   ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
               GuardConfig guards, std::size_t decision_history = 1000);
 

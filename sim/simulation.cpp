@@ -339,7 +339,7 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
   ArrivalGenerator arrivals(trace, config.seed, batch, config.batch_size);
   SimulatedConsumer consumer(model, config.partitions);
-  ControlLoop controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/16);
+  ControlLoop controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/0);
 
   Kpis& k = result.kpis;
   k.max_workers = config.initial_workers;
