@@ -9,8 +9,9 @@ ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<P
     : sampler_(sampler),
       actuator_(actuator),
       policy_(std::move(policy)),
+      policy_name_(policy_ ? policy_->name() : std::string()),
       guards_(std::move(guards)),
-      history_limit_(decision_history == 0 ? 1 : decision_history) {}
+      history_limit_(decision_history) {}
 
 Decision ControlLoop::tick(double now, std::string_view late) {
   Observation obs = sampler_.sample(now);
@@ -23,18 +24,18 @@ Decision ControlLoop::tick(double now, std::string_view late) {
   // verbatim): one allocation less per tick.
   std::string reason = std::move(proposal.reason);
   proposal.reason.clear();
-  Decision d = guards_.apply(proposal, policy_->name(), obs);
+  Decision d = guards_.apply(proposal, policy_name_, obs);
   d.reason = std::move(reason);
   d.late = late;
   last_observation_ = obs;
   ++ticks_;
-  if (history_.size() >= history_limit_) {
-    // Full (the steady state): recycle the oldest entry, so that its strings' buffers take this
-    // tick's text by assignment instead of each tick allocating new ones.
-    Decision& oldest = history_.front();
-    oldest = d;
-    history_.push_back(std::move(oldest));
-    history_.pop_front();
+  if (history_limit_ == 0) {
+    // No history kept (the simulator's loops: nobody reads it).
+  } else if (history_.size() >= history_limit_) {
+    // Full (the steady state): overwrite the oldest entry, so that its strings' buffers take
+    // this tick's text by assignment instead of each tick allocating new ones.
+    history_[history_head_] = d;
+    history_head_ = (history_head_ + 1) % history_.size();
   } else {
     record_locked(d);
   }
@@ -53,6 +54,7 @@ void ControlLoop::set_listener(DecisionListener listener) {
 void ControlLoop::set_policy(std::unique_ptr<Policy> policy, double now) {
   std::lock_guard lock(mutex_);
   policy_ = std::move(policy);
+  policy_name_ = policy_->name();
   Decision note = note_locked(now);
   note.reason = "policy set to " + policy_->name() + " " + policy_->params().dump();
   record_locked(std::move(note));
@@ -126,8 +128,9 @@ std::optional<ManualOverride> ControlLoop::active_override(double now) {
 
 std::optional<Decision> ControlLoop::last_decision() const {
   std::lock_guard lock(mutex_);
-  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (it->source != "api" && it->policy != kOperatorPolicy) return *it;
+  for (std::size_t i = history_.size(); i-- > 0;) {
+    const Decision& d = history_at(i);
+    if (d.source != "api" && d.policy != kOperatorPolicy) return d;
   }
   return std::nullopt;
 }
@@ -140,7 +143,10 @@ std::optional<Observation> ControlLoop::last_observation() const {
 std::vector<Decision> ControlLoop::recent_decisions(std::size_t limit) const {
   std::lock_guard lock(mutex_);
   const std::size_t n = std::min(limit, history_.size());
-  return std::vector<Decision>(history_.end() - static_cast<std::ptrdiff_t>(n), history_.end());
+  std::vector<Decision> out;
+  out.reserve(n);
+  for (std::size_t i = history_.size() - n; i < history_.size(); ++i) out.push_back(history_at(i));
+  return out;
 }
 
 std::size_t ControlLoop::ticks() const {
@@ -151,7 +157,7 @@ std::size_t ControlLoop::ticks() const {
 Decision ControlLoop::note_locked(double now) const {
   // The size a note carries is the last decided one (a note does not change it); an empty log
   // gives 0 workers.
-  Decision note = history_.empty() ? Decision{} : history_.back();
+  Decision note = history_.empty() ? Decision{} : history_at(history_.size() - 1);
   note.time = now;
   note.previous_workers = note.workers;
   note.policy = policy_->name();
@@ -161,8 +167,13 @@ Decision ControlLoop::note_locked(double now) const {
 }
 
 void ControlLoop::record_locked(Decision d) {
-  history_.push_back(std::move(d));
-  while (history_.size() > history_limit_) history_.pop_front();
+  if (history_limit_ == 0) return;
+  if (history_.size() < history_limit_) {
+    history_.push_back(std::move(d));
+  } else {
+    history_[history_head_] = std::move(d);
+    history_head_ = (history_head_ + 1) % history_.size();
+  }
 }
 
 }  // namespace lagpilot

@@ -16,7 +16,6 @@
 // the Actuator are called only from tick(), on the control thread, with the mutex released.
 
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -50,8 +49,11 @@ class ControlLoop {
   // Called on the control thread after each tick, with the mutex released.
   using DecisionListener = std::function<void(const Observation&, const Decision&)>;
 
+  // `decision_history`: how many decisions (and operator notes) recent_decisions() keeps; 0
+  // keeps none (then last_decision() is empty and notes carry 0 workers): for callers that
+  // never read them, such as the simulator, which ticks millions of times.
   ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
-             GuardConfig guards, std::size_t decision_history = 1000);
+              GuardConfig guards, std::size_t decision_history = 1000);
 
   // One iteration of the loop at time `now` (seconds, from the caller's clock). `late` says why
   // the caller ran this tick late ("" when on schedule); the decision records it.
@@ -86,6 +88,10 @@ class ControlLoop {
   void record_locked(Decision d);
   // A log note for an operator action at `now`, based on the last decided size.
   Decision note_locked(double now) const;
+  // The i-th oldest entry of the history (i < history_.size()).
+  const Decision& history_at(std::size_t i) const {
+    return history_[(history_head_ + i) % history_.size()];
+  }
 
   Sampler& sampler_;
   Actuator& actuator_;
@@ -93,8 +99,12 @@ class ControlLoop {
 
   mutable std::mutex mutex_;  // guards everything below
   std::unique_ptr<Policy> policy_;
+  std::string policy_name_;  // policy_->name(), kept so that a tick does not build it
   GuardChain guards_;
-  std::deque<Decision> history_;
+  // The last history_limit_ decisions, a ring buffer: in order until it is full, then the
+  // oldest sits at history_head_ (a deque of Decisions allocated a block every few ticks).
+  std::vector<Decision> history_;
+  std::size_t history_head_ = 0;
   std::size_t history_limit_;
   std::optional<Observation> last_observation_;
   std::size_t ticks_ = 0;

@@ -6,9 +6,8 @@
 // never reads a clock: the only time it knows is Observation::time.
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "policies/observation.h"
 
@@ -18,6 +17,20 @@ namespace lagpilot {
 struct Proposal {
   int workers = 0;
   std::string reason;  // human-readable: "lag 7200 above 5000: step to 16"
+};
+
+// What a caller that replays many ticks (the simulator) may leave out for a policy without
+// changing anything it decides.
+enum class TickSkipping {
+  // Every tick must reach decide(): the policy integrates over time (pid), keeps a schedule in
+  // time (hpa's syncs, keda's polls and cooldowns) or learns from every sample (model). The
+  // default, and the only safe answer for a policy that has not thought about it.
+  kNever,
+  // decide() on an observation equal to the previous one in every field but `time` returns the
+  // same worker count and leaves the policy's state as it was (only the reason text may
+  // differ), so such a tick may be answered with the previous proposal while nobody reads the
+  // text (Observation::explain false).
+  kIdempotentOnUnchangedObservation,
 };
 
 class Policy {
@@ -31,6 +44,8 @@ class Policy {
   virtual nlohmann::json params() const = 0;
   // Internal state for logs and debugging (PID terms, fit quality, ...). Empty by default.
   virtual nlohmann::json state() const { return nlohmann::json::object(); }
+  // Which ticks may be skipped (see TickSkipping); policies_test checks every declaration.
+  virtual TickSkipping tick_skipping() const { return TickSkipping::kNever; }
 };
 
 }  // namespace lagpilot

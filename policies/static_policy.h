@@ -27,6 +27,10 @@ class StaticPolicy : public Policy {
   std::string name() const override { return "static"; }
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
+  // It reads nothing but the bounds.
+  TickSkipping tick_skipping() const override {
+    return TickSkipping::kIdempotentOnUnchangedObservation;
+  }
 
  private:
   StaticParams params_;

@@ -63,6 +63,11 @@ class ThresholdPolicy : public Policy {
   nlohmann::json params() const override { return params_.to_json(); }
   // {"level": L, "level_workers": workers of level L}; level -1 before the first tick.
   nlohmann::json state() const override;
+  // Its level moves at most once for a given lag: after one decide() the lag is within the
+  // level's band (below < above), so the same lag again holds it.
+  TickSkipping tick_skipping() const override {
+    return TickSkipping::kIdempotentOnUnchangedObservation;
+  }
 
  private:
   int workers_of(int level) const;

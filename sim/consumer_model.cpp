@@ -253,6 +253,21 @@ int ConsumerModel::new_worker_slot() {
   return static_cast<int>(workers_.size()) - 1;
 }
 
+void ConsumerModel::add_busy(int w) {
+  if (busy_index_.size() < workers_.size()) busy_index_.resize(workers_.size(), -1);
+  busy_index_[w] = static_cast<int>(busy_slots_.size());
+  busy_slots_.push_back(w);
+}
+
+void ConsumerModel::remove_busy(int w) {
+  const int i = busy_index_[w];
+  const int last = busy_slots_.back();
+  busy_slots_[i] = last;
+  busy_index_[last] = i;
+  busy_slots_.pop_back();
+  busy_index_[w] = -1;
+}
+
 void ConsumerModel::free_worker(int w) {
   Worker& k = workers_[w];
   k.state = WorkerState::kFree;
@@ -288,6 +303,7 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
     }
   }
   Worker& k = workers_[w];
+  if (k.state != WorkerState::kBusy) add_busy(w);
   k.state = WorkerState::kBusy;
   k.start = now;
   k.end = end;
@@ -347,12 +363,14 @@ void ConsumerModel::complete(int w, double now) {
     }
   }
   if (k.retiring) {
+    remove_busy(w);
     free_worker(w);
   } else if (!queue_.empty()) {
     const ArrivalChunk c = queue_.pop();
     queued_messages_ -= c.count;
     start(w, now, c);
   } else {
+    remove_busy(w);
     k.state = WorkerState::kIdle;
     idle_.push_back(w);
   }
@@ -464,16 +482,13 @@ ModelSample ConsumerModel::sample(double now) {
   ModelSample s;
   int64_t partial = 0;
   int64_t waiting_in_batches = 0;
-  int productive = 0;
-  for (const Worker& k : workers_) {
-    if (k.state == WorkerState::kBusy) {
-      const int64_t p = progress(k, now);
-      partial += p;
-      waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
-      if (!k.retiring) ++productive;
-    } else if (k.state == WorkerState::kIdle) {
-      ++productive;
-    }
+  int productive = static_cast<int>(idle_.size());  // every idle worker is productive
+  for (const int w : busy_slots_) {                 // sums of integers: the order does not matter
+    const Worker& k = workers_[w];
+    const int64_t p = progress(k, now);
+    partial += p;
+    waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
+    if (!k.retiring) ++productive;
   }
   s.processed = completed_ + partial;
   s.in_system = arrived_ - s.processed;

@@ -50,6 +50,7 @@
 #include "policies/event_queue.h"
 #include "policies/log_histogram.h"
 #include "sim/random.h"
+#include "sim/window_histogram.h"
 
 namespace lagpilot::sim {
 
@@ -201,6 +202,9 @@ class ConsumerModel {
 
   int new_worker_slot();
   void free_worker(int w);
+  // The list of busy workers, which sample() walks instead of every slot.
+  void add_busy(int w);
+  void remove_busy(int w);
   void start(int w, double now, const ArrivalChunk& chunk);
   void complete(int w, double now);
   void become_productive(int w, double now);
@@ -226,7 +230,9 @@ class ConsumerModel {
   EventQueue<EventPayload> events_;
   std::vector<Worker> workers_;
   std::vector<int> free_slots_;
-  std::vector<int> idle_;  // productive idle workers (a stack: the last one idled goes first)
+  std::vector<int> idle_;        // productive idle workers (a stack: the last one idled goes first)
+  std::vector<int> busy_slots_;  // workers holding a chunk, in no particular order
+  std::vector<int> busy_index_;  // by slot: its position in busy_slots_ (-1: not busy)
   ChunkQueue queue_;
   int64_t queued_messages_ = 0;
   int pool_size_ = 0;  // warming + idle + busy non-retiring
@@ -244,8 +250,8 @@ class ConsumerModel {
   double window_start_ = 0.0;
   double window_busy_area_start_ = 0.0;
   int64_t window_completed_ = 0;
-  LogHistogram latency_;  // per-message fidelity
-  LogHistogram record_age_;
+  WindowHistogram latency_;  // per-message fidelity
+  WindowHistogram record_age_;
   std::vector<double> stretch_weight_;  // batch fidelity: messages completed per busy count
   int stretch_lo_ = std::numeric_limits<int>::max();
   int stretch_hi_ = -1;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <stdexcept>
 
 #include "policies/number_text.h"
+#include "sim/lag_quantile.h"
 
 namespace lagpilot::sim::fluid {
 
@@ -90,7 +92,7 @@ void check_config(const SimConfig& c, const char* who) {
 // Fluid evaluation of a schedule.
 
 // Simulates the worker stack and the fluid lag; fills `run` (KPIs, and when given series and
-// decisions as `config` asks) and returns the per-tick lag.
+// decisions as `config` asks); without `run`, also the per-tick lag and productive counts.
 FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vector<int>& workers,
                    RunResult* run, const std::string& policy_name) {
   check_trace(trace, "evaluate_fluid");
@@ -114,9 +116,16 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
   const double slo = static_cast<double>(config.lag_slo);
 
   FluidRun out;
-  out.lag.resize(static_cast<std::size_t>(ticks));
-  const bool keep_productive = run == nullptr;  // the oracle's own run does not need it
-  if (keep_productive) out.productive.resize(static_cast<std::size_t>(ticks));
+  // The per-tick lag and productive counts are for evaluate_fluid()'s callers; the oracle's own
+  // run keeps only its KPIs, in memory that does not grow with the trace. llround is monotone,
+  // so the p99 of the rounded lags is the rounded p99 of the lags.
+  const bool keep_series = run == nullptr;
+  if (keep_series) {
+    out.lag.resize(static_cast<std::size_t>(ticks));
+    out.productive.resize(static_cast<std::size_t>(ticks));
+  }
+  LagQuantile p99_lag(0.99, ticks);
+  double max_lag = 0.0;
   Kpis& k = out.kpis;
   k.max_workers = workers[0];
   int productive = workers[0];
@@ -196,8 +205,12 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
     processed_total += processed;
     service_weighted += processed * config.model.service_mean_seconds *
                         config.model.stretch(std::max(1, productive));
-    out.lag[static_cast<std::size_t>(i)] = lag;
-    if (keep_productive) out.productive[static_cast<std::size_t>(i)] = productive;
+    if (keep_series) {
+      out.lag[static_cast<std::size_t>(i)] = lag;
+      out.productive[static_cast<std::size_t>(i)] = productive;
+    }
+    p99_lag.add(std::llround(lag));
+    max_lag = i == 0 ? lag : std::max(max_lag, lag);
     const int pool = workers[static_cast<std::size_t>(i)];
     k.worker_seconds += static_cast<double>(pool) * tick;
     k.lag_integral += lag * tick;
@@ -218,13 +231,8 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
       series_time = t1;
     }
   }
-  std::vector<double> sorted = out.lag;
-  const std::size_t rank =
-      static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(sorted.size()))) - 1;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank),
-                   sorted.end());
-  k.p99_lag = std::llround(sorted[rank]);
-  k.max_lag = std::llround(*std::max_element(out.lag.begin(), out.lag.end()));
+  k.p99_lag = p99_lag.value();
+  k.max_lag = std::llround(max_lag);
   k.arrived = std::llround(arrived);
   k.final_lag = std::llround(lag);
   k.processed = k.arrived - k.final_lag;

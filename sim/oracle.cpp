@@ -27,7 +27,6 @@ OracleResult solve_oracle(const Trace& trace, const SimConfig& config, const Gua
   run.kpis = fluid.kpis;
   const double tick = config.tick_seconds;
   result.ticks_above_slo = std::llround(fluid.kpis.seconds_above_slo / tick);
-  result.lag = std::move(fluid.lag);
   run.policy_params = nlohmann::json{
       {"model", "fluid"},
       {"min_workers", guards.min_workers},

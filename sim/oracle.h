@@ -112,8 +112,6 @@ struct OracleOptions {
 struct OracleResult {
   // Pool size during tick k = [k T, (k+1) T), k = 0 .. K-1; workers[0] = initial_workers.
   std::vector<int> workers;
-  // Fluid lag at the end of tick k, messages (what the simulator samples at (k+1) T).
-  std::vector<double> lag;
   int64_t worker_ticks = 0;        // sum of workers (worker-seconds / T)
   int64_t bound_worker_ticks = 0;  // the DP's optimum; equals worker_ticks (a self-check)
   int64_t unavoidable_ticks = 0;   // ticks above the SLO even at max workers (|U|)
@@ -144,8 +142,8 @@ OracleResult solve_oracle(const Trace& trace, const SimConfig& config, const Gua
 // the simulator would report (lag sampled at tick ends; wait and service times from Little's law).
 // Independent of the oracle's DP: it simulates the worker stack (warm-up, newest removed first).
 struct FluidRun {
-  std::vector<double> lag;      // at the end of each tick
-  std::vector<int> productive;  // productive workers at the end of each tick
+  std::vector<double> lag;      // at the end of each tick (evaluate_fluid only)
+  std::vector<int> productive;  // productive workers at the end of each tick (evaluate_fluid only)
   Kpis kpis;
 };
 FluidRun evaluate_fluid(const Trace& trace, const SimConfig& config,

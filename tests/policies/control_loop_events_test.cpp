@@ -16,8 +16,8 @@ using testing::guards_without_window;
 class ControllerEvents : public ::testing::Test, protected testing::FakeSamplerAndActuator {
  protected:
   ControllerEvents()
-      : controller(std::make_unique<ControlLoop>(sampler, actuator, std::make_unique<FixedPolicy>(7),
-                                                guards_without_window())) {}
+      : controller(std::make_unique<ControlLoop>(
+            sampler, actuator, std::make_unique<FixedPolicy>(7), guards_without_window())) {}
   std::unique_ptr<ControlLoop> controller;
 };
 
@@ -100,7 +100,8 @@ TEST_F(ControllerEvents, SetPolicyWithoutATimeUsesTheLastTick) {
 }
 
 TEST_F(ControllerEvents, EventsAreOrderedAndBoundedByTheHistoryLimit) {
-  ControlLoop small(sampler, actuator, std::make_unique<FixedPolicy>(5), guards_without_window(), 3);
+  ControlLoop small(sampler, actuator, std::make_unique<FixedPolicy>(5), guards_without_window(),
+                    3);
   small.tick(1.0);
   small.record_event(2.0, "api", "paused by api");
   small.record_event(3.0, "api", "resumed by api");
@@ -116,7 +117,7 @@ TEST_F(ControllerEvents, EventsAreOrderedAndBoundedByTheHistoryLimit) {
 // record_event() from another thread while the control thread ticks (for the sanitizer builds).
 TEST_F(ControllerEvents, RecordEventIsSafeWhileTicking) {
   ControlLoop c(sampler, actuator, std::make_unique<FixedPolicy>(7), guards_without_window(),
-               5000);  // keeps all
+                5000);  // keeps all
   std::thread control([&] {
     for (int i = 1; i <= 2000; ++i) c.tick(i);
   });
@@ -138,6 +139,34 @@ TEST_F(ControllerEvents, RecordEventIsSafeWhileTicking) {
   EXPECT_EQ(decisions, 2000);
   ASSERT_TRUE(c.last_decision().has_value());
   EXPECT_DOUBLE_EQ(c.last_decision()->time, 2000.0);
+}
+
+}  // namespace
+}  // namespace lagpilot
+
+namespace lagpilot {
+namespace {
+
+// The history is a ring: once full, the oldest entry gives way and the order stays oldest first.
+TEST(ControlLoopHistory, KeepsTheLastDecisionsInOrderAndNoneWhenAskedForNone) {
+  testing::FakeSamplerAndActuator fakes;
+  ControlLoop three(fakes.sampler, fakes.actuator, std::make_unique<testing::FixedPolicy>(5),
+                    testing::guards_without_window(), 3);
+  for (int t = 1; t <= 5; ++t) three.tick(t);
+  three.record_event(5.5, "api", "note");
+  const std::vector<Decision> log = three.recent_decisions(10);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_DOUBLE_EQ(log[0].time, 4.0);
+  EXPECT_DOUBLE_EQ(log[1].time, 5.0);
+  EXPECT_DOUBLE_EQ(log[2].time, 5.5);
+  EXPECT_DOUBLE_EQ(three.last_decision()->time, 5.0);
+  EXPECT_EQ(three.recent_decisions(1).front().reason, "note");
+
+  ControlLoop none(fakes.sampler, fakes.actuator, std::make_unique<testing::FixedPolicy>(5),
+                   testing::guards_without_window(), 0);
+  EXPECT_EQ(none.tick(1.0).workers, 5);
+  EXPECT_TRUE(none.recent_decisions(10).empty());
+  EXPECT_FALSE(none.last_decision().has_value());
 }
 
 }  // namespace

@@ -81,6 +81,40 @@ std::vector<Observation> random_observations(uint32_t seed, int n) {
 
 class PolicyConformance : public ::testing::TestWithParam<Variant> {};
 
+// A policy that declares kIdempotentOnUnchangedObservation may have a repeated observation
+// answered with its previous proposal: deciding the repeat must give the same count, leave its
+// state unchanged, and keep it in lockstep with a twin that never saw the repeats.
+TEST_P(PolicyConformance, TickSkippingDeclarationHolds) {
+  auto policy = build_policy(GetParam().spec);
+  if (policy->tick_skipping() != TickSkipping::kIdempotentOnUnchangedObservation) {
+    GTEST_SKIP() << GetParam().spec << " needs every tick";
+  }
+  auto twin = build_policy(GetParam().spec);
+  for (Observation obs : random_observations(7, 2000)) {
+    obs.explain = false;
+    const int first = policy->decide(obs).workers;
+    ASSERT_EQ(twin->decide(obs).workers, first) << "t=" << obs.time;
+    const nlohmann::json state = policy->state();
+    Observation repeat = obs;
+    repeat.time += 1.0;
+    ASSERT_EQ(policy->decide(repeat).workers, first) << "t=" << obs.time;
+    ASSERT_EQ(policy->state(), state) << "t=" << obs.time;
+  }
+}
+
+TEST(PolicyTickSkipping, OnlyPoliciesWithoutMemoryOfTimeMaySkip) {
+  for (const auto& name : policy_names()) {
+    const bool skips = build_policy(name)->tick_skipping() != TickSkipping::kNever;
+    if (name == "pid" || name == "hpa" || name == "keda" || name == "model") {
+      EXPECT_FALSE(skips) << name << " keeps time (an integral, a sync schedule or a fit)";
+    }
+  }
+  EXPECT_EQ(build_policy("static")->tick_skipping(),
+            TickSkipping::kIdempotentOnUnchangedObservation);
+  EXPECT_EQ(build_policy("threshold")->tick_skipping(),
+            TickSkipping::kIdempotentOnUnchangedObservation);
+}
+
 TEST_P(PolicyConformance, ProposalStaysWithinBounds) {
   auto policy = build_policy(GetParam().spec);
   for (const Observation& obs : random_observations(42, 3000)) {

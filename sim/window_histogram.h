@@ -1,0 +1,142 @@
+#pragma once
+// A LogHistogram for one sampling window that stays cheap when the window holds few values.
+//
+// The consumer model reads two or three percentiles of each tick's completions and clears them.
+// A LogHistogram's quantile() and clear() cost the span of buckets between its lowest and
+// highest value (hundreds of buckets for exponential service times), which at a dozen values
+// per tick is most of a tick's work. So the first kSparse values of a window are kept as they
+// are, and a quantile of them is found by sorting: the nearest-rank walk from the top that
+// LogHistogram::quantile() does over buckets gives the same bucket when done over the values in
+// descending order (values in one bucket are adjacent, and the walk stops at the first value
+// whose cumulative weight exceeds (1 - q) * total), and a histogram holding only that value
+// reports the bucket's representative. The weights the simulator adds (1, or half a batch's
+// message count) are multiples of 1/2, so every partial sum is exact in either order. A window
+// with more values, a NaN, or a quantile below 0.5 (whose walk runs from the bottom) goes to a
+// real LogHistogram. Results are identical to a LogHistogram fed the same values
+// (window_histogram_test checks this on random windows).
+//
+// Thread-safety: a plain value; one owner.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+
+#include "policies/log_histogram.h"
+
+namespace lagpilot::sim {
+
+class WindowHistogram {
+ public:
+  static constexpr std::size_t kSparse = 32;
+
+  void add(double value, double weight = 1.0) {
+    if (dense_) {
+      histogram_.add(value, weight);
+      return;
+    }
+    if (size_ == kSparse || std::isnan(value)) {
+      spill();
+      histogram_.add(value, weight);
+      return;
+    }
+    values_[size_] = value;
+    weights_[size_] = weight;
+    ++size_;
+    total_ += weight;
+    sorted_ = false;
+    unit_weights_ = unit_weights_ && weight == 1.0;
+  }
+
+  bool empty() const { return dense_ ? histogram_.empty() : !(total_ > 0.0); }
+
+  // LogHistogram::quantile(q) of the window's values.
+  double quantile(double q) {
+    if (!dense_ && q < 0.5) spill();
+    if (dense_) return histogram_.quantile(q);
+    if (!(total_ > 0.0)) return 0.0;
+    const double above = (1.0 - q) * total_;
+    double* const first = values_.data();
+    double* const last = first + size_;
+    double value;
+    if (unit_weights_) {
+      // The walk stops at the (floor(above) + 1)-th largest value: a selection, not a sort.
+      const std::size_t i = std::min(size_ - 1, static_cast<std::size_t>(above));
+      value = i == 0 ? *std::max_element(first, last) : largest(i);
+    } else {
+      if (!sorted_) sort_descending();
+      double seen = 0.0;
+      std::size_t i = 0;
+      for (; i + 1 < size_; ++i) {
+        seen += weights_[i];
+        if (seen > above) break;
+      }
+      value = first[i];
+    }
+    // The representative of the value's bucket, exactly as the histogram reports it.
+    probe_.add(value);
+    const double v = probe_.quantile(0.5);
+    probe_.clear();
+    return v;
+  }
+
+  void clear() {
+    if (dense_) histogram_.clear();
+    dense_ = false;
+    size_ = 0;
+    total_ = 0.0;
+    unit_weights_ = true;
+  }
+
+ private:
+  void spill() {
+    for (std::size_t i = 0; i < size_; ++i) histogram_.add(values_[i], weights_[i]);
+    size_ = 0;
+    total_ = 0.0;
+    dense_ = true;
+  }
+
+  // The (i + 1)-th largest value: the one with at most i values above it and more than i at
+  // or above it. Counting for every value (a few dozen, branch-free) beats a selection's
+  // unpredictable branches on random data.
+  double largest(std::size_t i) const {
+    for (std::size_t a = 0; a < size_; ++a) {
+      const double v = values_[a];
+      std::size_t above = 0, at_or_above = 0;
+      for (std::size_t b = 0; b < size_; ++b) {
+        above += values_[b] > v ? 1 : 0;
+        at_or_above += values_[b] >= v ? 1 : 0;
+      }
+      if (above <= i && i < at_or_above) return v;
+    }
+    return values_[size_ - 1];  // not reached: some value has that rank
+  }
+
+  // Insertion sort of the (value, weight) pairs, largest value first (a window holds few).
+  void sort_descending() {
+    for (std::size_t i = 1; i < size_; ++i) {
+      const double v = values_[i];
+      const double w = weights_[i];
+      std::size_t j = i;
+      for (; j > 0 && values_[j - 1] < v; --j) {
+        values_[j] = values_[j - 1];
+        weights_[j] = weights_[j - 1];
+      }
+      values_[j] = v;
+      weights_[j] = w;
+    }
+    sorted_ = true;
+  }
+
+  std::array<double, kSparse> values_{};
+  std::array<double, kSparse> weights_{};
+  std::size_t size_ = 0;
+  double total_ = 0.0;
+  bool sorted_ = false;
+  bool unit_weights_ = true;  // every weight is 1: the k-th largest value is the answer
+  bool dense_ = false;
+  LogHistogram histogram_;
+  LogHistogram probe_;
+};
+
+}  // namespace lagpilot::sim

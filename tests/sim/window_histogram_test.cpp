@@ -1,0 +1,60 @@
+// WindowHistogram reports exactly what a LogHistogram fed the same values reports.
+
+#include "sim/window_histogram.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "policies/log_histogram.h"
+#include "sim/random.h"
+
+namespace lagpilot::sim {
+namespace {
+
+TEST(WindowHistogram, QuantilesEqualLogHistogramsOnRandomWindows) {
+  Rng rng(7);
+  WindowHistogram window;
+  for (int round = 0; round < 3000; ++round) {
+    LogHistogram reference;
+    const int n = static_cast<int>(rng.uniform() * 70);  // below and above the sparse limit
+    const bool weighted = rng.uniform() < 0.5;
+    for (int i = 0; i < n; ++i) {
+      double v = rng.exponential() * (rng.uniform() < 0.5 ? 1.0 : 1e-3);
+      if (rng.uniform() < 0.05) v = 0.0;
+      if (rng.uniform() < 0.05 && i > 0) v = 2.0;  // repeated values share a bucket
+      // Weights as the model adds them: 1, or half a batch's message count.
+      const double w = weighted ? 0.5 * std::floor(1 + rng.uniform() * 200) : 1.0;
+      window.add(v, w);
+      reference.add(v, w);
+    }
+    ASSERT_EQ(window.empty(), reference.empty());
+    for (const double q : {0.99, 0.5, 0.9, 0.999, 1.0}) {
+      ASSERT_EQ(window.quantile(q), reference.quantile(q))
+          << "round " << round << " n " << n << " q " << q;
+    }
+    if (round % 7 == 0) {  // a low quantile walks from the bottom: the window switches over
+      ASSERT_EQ(window.quantile(0.1), reference.quantile(0.1));
+      ASSERT_EQ(window.quantile(0.99), reference.quantile(0.99));
+    }
+    window.clear();
+  }
+}
+
+TEST(WindowHistogram, NanGoesToTheHistogramLikeAnyOtherValue) {
+  WindowHistogram window;
+  LogHistogram reference;
+  for (const double v : {0.5, std::numeric_limits<double>::quiet_NaN(), 0.25, 4.0}) {
+    window.add(v);
+    reference.add(v);
+  }
+  EXPECT_EQ(window.quantile(0.5), reference.quantile(0.5));
+  EXPECT_EQ(window.quantile(0.99), reference.quantile(0.99));
+  window.clear();
+  EXPECT_TRUE(window.empty());
+  EXPECT_EQ(window.quantile(0.99), 0.0);
+}
+
+}  // namespace
+}  // namespace lagpilot::sim
