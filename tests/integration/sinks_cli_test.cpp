@@ -214,8 +214,12 @@ TEST(SinksCli, PushbackFromASixSlotServiceHoldsThePoolNearSix) {
   // 6 slots x 20 ms = 300 messages/s at most; 600/s keeps the backlog growing, so the pid
   // policy alone would go to 16.
   std::thread producer([&] { produce(bootstrap, 24000, 600); });
+  // pid, as a policy that grows step by step: the guard then stops it at the sink's limit.
+  // (hybrid sizes a backlog in one jump, before any pushback shows, and the guard then lowers
+  // the pool one step per sink_pushback_seconds: it does not settle within this run.)
   const nlohmann::json config = {
       {"broker", "external"},
+      {"policy", {{"name", "pid"}}},
       {"handler", {{"type", "http"}, {"url", url}}},
       {"failure", {{"initial_backoff_seconds", 0.02}, {"max_backoff_seconds", 0.2}}},
       {"guards", {{"sink_pushback_seconds", 4}, {"scale_down_window_seconds", 0}}},
