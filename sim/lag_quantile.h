@@ -25,15 +25,15 @@ namespace lagpilot::sim {
 
 class LagQuantile {
  public:
-  // Values below this are counted (2^16 counters of 8 bytes: 512 KB).
+  // Values below this are counted (at most 2^16 counters of 8 bytes: 512 KB; the table grows
+  // to the largest value seen, so short runs with small lags stay cheap).
   static constexpr int64_t kDenseLimit = int64_t{1} << 16;
 
   // The q-quantile (0 < q <= 1) of `count` (>= 1) samples, to be added one by one.
   LagQuantile(double q, int64_t count)
       : count_(count),
         rank_from_top_(count -
-                       (static_cast<int64_t>(std::ceil(q * static_cast<double>(count))) - 1)),
-        dense_(static_cast<std::size_t>(kDenseLimit), 0) {
+                       (static_cast<int64_t>(std::ceil(q * static_cast<double>(count))) - 1)) {
     if (count < 1 || rank_from_top_ < 1) throw std::invalid_argument("LagQuantile: no samples");
   }
 
@@ -41,7 +41,13 @@ class LagQuantile {
   void add(int64_t value) {
     ++added_;
     if (value < kDenseLimit) {
-      ++dense_[static_cast<std::size_t>(std::max<int64_t>(0, value))];
+      const auto at = static_cast<std::size_t>(std::max<int64_t>(0, value));
+      if (at >= dense_.size()) {
+        dense_.resize(
+            std::min(static_cast<std::size_t>(kDenseLimit), std::max(2 * dense_.size(), at + 1)),
+            0);
+      }
+      ++dense_[at];
       return;
     }
     if (static_cast<int64_t>(large_.size()) < rank_from_top_) {
@@ -60,7 +66,7 @@ class LagQuantile {
     const auto large = static_cast<int64_t>(large_.size());
     if (large >= rank_from_top_) return large_.front();
     int64_t left = rank_from_top_ - large;  // rank among the counted values, from the top
-    for (int64_t v = kDenseLimit - 1; v >= 0; --v) {
+    for (auto v = static_cast<int64_t>(dense_.size()) - 1; v >= 0; --v) {
       left -= dense_[static_cast<std::size_t>(v)];
       if (left <= 0) return v;
     }
