@@ -34,8 +34,8 @@ void GroupJoinWatch::install(rd_kafka_conf_t* conf) {
 
 rd_kafka_resp_err_t GroupJoinWatch::on_new(rd_kafka_t* rk, const rd_kafka_conf_t*, void* opaque,
                                            char*, size_t) {
-  rd_kafka_resp_err_t err = rd_kafka_interceptor_add_on_request_sent(rk, kName, &request_sent,
-                                                                     opaque);
+  rd_kafka_resp_err_t err =
+      rd_kafka_interceptor_add_on_request_sent(rk, kName, &request_sent, opaque);
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     err = rd_kafka_interceptor_add_on_response_received(rk, kName, &response_received, opaque);
   }

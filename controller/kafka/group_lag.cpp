@@ -29,9 +29,9 @@ void KafkaSource::Core::refresh_group_lag() {
   for (const std::string& topic : config.topics) {
     RdKafkaTopic rkt{rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr)};
     const rd_kafka_metadata_t* raw = nullptr;
-    const rd_kafka_resp_err_t err = rkt ? rd_kafka_metadata(rk.get(), 0, rkt.get(), &raw,
-                                                            kGroupQueryMs)
-                                        : RD_KAFKA_RESP_ERR__INVALID_ARG;
+    const rd_kafka_resp_err_t err =
+        rkt ? rd_kafka_metadata(rk.get(), 0, rkt.get(), &raw, kGroupQueryMs)
+            : RD_KAFKA_RESP_ERR__INVALID_ARG;
     RdKafkaMetadata md{raw};
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR || !md || md->topic_cnt < 1 ||
         md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -57,12 +57,11 @@ void KafkaSource::Core::refresh_group_lag() {
   for (int i = 0; failed.empty() && i < list->cnt; ++i) {
     const rd_kafka_topic_partition_t& e = list->elems[i];
     int64_t low = -1, high = -1;
-    const rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(rk.get(), e.topic, e.partition, &low, &high,
-                                         kGroupQueryMs);
+    const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk.get(), e.topic, e.partition,
+                                                                     &low, &high, kGroupQueryMs);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      failed = "watermarks of " + partition_name(e.topic, e.partition) + ": " +
-               rd_kafka_err2str(err);
+      failed =
+          "watermarks of " + partition_name(e.topic, e.partition) + ": " + rd_kafka_err2str(err);
       break;
     }
     GroupPartitionLag p;
@@ -94,8 +93,9 @@ void KafkaSource::Core::refresh_group_lag() {
   for (auto& [name, tl] : topics) view.topics.push_back(std::move(tl));
   view.known = true;
   std::lock_guard<std::mutex> lock(sched->mu);
-  group_lag = std::move(view);
   group_lag_at = steady_now();
+  view.read_at_seconds = std::chrono::duration<double>(group_lag_at.time_since_epoch()).count();
+  group_lag = std::move(view);
 }
 
 }  // namespace lagpilot

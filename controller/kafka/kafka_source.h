@@ -81,6 +81,7 @@ struct GroupLagView {
   double age_seconds = -1;  // since that round; -1 when not known
   int64_t total_lag = 0;
   int64_t high_watermark_sum = 0;
+  double read_at_seconds = 0;  // steady-clock seconds of that round (rates: differences)
   std::vector<GroupTopicLag> topics;
   std::vector<GroupPartitionLag> partitions;  // every partition of the subscribed topics
   int partition_count() const { return static_cast<int>(partitions.size()); }

@@ -55,7 +55,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   KafkaSourceConfig config;
   WorkerPool& pool;
   const Clock& clock;
-  RdKafkaConf conf;  // owned until start() hands it to rd_kafka_new
+  RdKafkaConf conf;           // owned until start() hands it to rd_kafka_new
   GroupJoinWatch join_watch;  // installed on conf; outlives rk (declared before it)
   // start() creates it, KafkaSource::stop() destroys it; reset under sched->mu (stats() reads
   // it there).
@@ -105,10 +105,10 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   void refresh_watermarks();  // one round (refresher thread)
   // group_lag.cpp: the group-wide lag (refresher thread); stored in group_lag (sched->mu).
   void refresh_group_lag();
-  GroupLagView group_lag;      // sched->mu; age_seconds is filled in by stats()
-  SteadyTime group_lag_at{};   // sched->mu: when group_lag was read ({}: never)
+  GroupLagView group_lag;         // sched->mu; age_seconds is filled in by stats()
+  SteadyTime group_lag_at{};      // sched->mu: when group_lag was read ({}: never)
   bool group_lag_warned = false;  // refresher thread: a failed round was logged
-  void stop_refresher();      // control thread, before rk is closed
+  void stop_refresher();          // control thread, before rk is closed
 
   // poll_loop.cpp
   void poll_loop();

@@ -203,8 +203,8 @@ void KafkaSource::Core::on_revoke(rd_kafka_topic_partition_list_t* parts, bool c
       const int64_t uncommitted = consumed_to >= 0 ? std::max<int64_t>(0, consumed_to - base) : 0;
       sched->counters.handed_over_uncommitted += static_cast<uint64_t>(uncommitted);
       if (uncommitted > 0) {
-        exposure += (exposure.empty() ? "" : ", ") + partition_name(p->topic, p->partition) +
-                    " " + std::to_string(base) + ".." + std::to_string(consumed_to);
+        exposure += (exposure.empty() ? "" : ", ") + partition_name(p->topic, p->partition) + " " +
+                    std::to_string(base) + ".." + std::to_string(consumed_to);
       }
       sched->remove_partition_locked(*p);
     }
