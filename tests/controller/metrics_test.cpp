@@ -499,31 +499,21 @@ TEST(RuntimeMetrics, PromtoolAcceptsTheTextPage) {
 namespace lagpilot {
 namespace {
 
-Observation own_load(double arrival, int64_t lag, double processed, double busy, int workers) {
-  Observation o;
-  o.arrival_rate = arrival;
-  o.total_lag = lag;
-  o.processed_rate = processed;
-  o.busy_workers = busy;
-  o.current_workers = workers;
-  return o;
-}
-
 TEST(CapacityEstimator, GroupWideReplicasComeFromTheWholeGroupAndStopAtThePartitionCount) {
   CapacityEstimator estimator(60);
   // This member: 100/s per worker, its own partitions need 10 workers (1 process of 16).
   // The group: 3000/s + 120000 behind / 60 s = 5000/s -> 50 workers -> 4 processes of 16.
   const CapacityEstimator::GroupDemand group{3000, 120000, 12};
-  auto e = estimator.update(own_load(1000, 0, 400, 4, 16), 16, &group);
+  auto e = estimator.update(load(1000, 0, 400, 4, 16), 16, &group);
   EXPECT_TRUE(e.group_wide);
   EXPECT_DOUBLE_EQ(e.needed_workers, 10);
   EXPECT_DOUBLE_EQ(e.group_needed_workers, 50);
   EXPECT_EQ(e.recommended_replicas, 4);
   // The same demand on 3 partitions: a fourth member would get none.
   const CapacityEstimator::GroupDemand narrow{3000, 120000, 3};
-  EXPECT_EQ(estimator.update(own_load(1000, 0, 400, 4, 16), 16, &narrow).recommended_replicas, 3);
+  EXPECT_EQ(estimator.update(load(1000, 0, 400, 4, 16), 16, &narrow).recommended_replicas, 3);
   // Without the group's figures: this member's own load.
-  e = estimator.update(own_load(1000, 0, 400, 4, 16), 16);
+  e = estimator.update(load(1000, 0, 400, 4, 16), 16);
   EXPECT_FALSE(e.group_wide);
   EXPECT_EQ(e.recommended_replicas, 1);
 }
@@ -532,7 +522,7 @@ TEST(CapacityEstimator, AStandbyThatHasMeasuredNothingRecommendsOne) {
   CapacityEstimator estimator(60);
   // No partitions, nothing processed: no per-worker rate, whatever the group's backlog.
   const CapacityEstimator::GroupDemand group{3000, 900000, 12};
-  const auto e = estimator.update(own_load(0, 0, 0, 0, 4), 16, &group);
+  const auto e = estimator.update(load(0, 0, 0, 0, 4), 16, &group);
   EXPECT_FALSE(e.rate_measured);
   EXPECT_TRUE(e.group_wide);
   EXPECT_EQ(e.recommended_replicas, 1);  // the max over members ignores it
