@@ -5,6 +5,7 @@
 #include <exception>
 #include <map>
 
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries results (tables, status lines, the broker's address).
   spdlog::set_default_logger(spdlog::stderr_color_mt("lagpilot"));
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug (or e.g. "lagpilot=debug") for more
   CLI::App app{
       "lagpilot: adaptive autoscaling controller for Kafka consumers.\n"
       "Samples consumer lag and latency every tick and resizes a worker pool with a policy\n"

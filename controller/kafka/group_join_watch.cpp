@@ -1,5 +1,8 @@
 #include "controller/kafka/group_join_watch.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -42,10 +45,25 @@ rd_kafka_resp_err_t GroupJoinWatch::on_new(rd_kafka_t* rk, const rd_kafka_conf_t
   return err;
 }
 
+void GroupJoinWatch::hold() {
+  since_.store(
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+      std::memory_order_relaxed);
+  joining_.store(true, std::memory_order_release);
+}
+
+bool GroupJoinWatch::joining(double now_seconds) const {
+  if (!joining_.load(std::memory_order_acquire)) return false;
+  if (now_seconds - since_.load(std::memory_order_relaxed) <= kMaxHoldSeconds) return true;
+  spdlog::warn("kafka: no end seen of a group join begun {:.0f} s ago; committing again",
+               now_seconds - since_.load(std::memory_order_relaxed));
+  return false;
+}
+
 void GroupJoinWatch::on_request_sent(int16_t api_key) {
   if (api_key != kJoinGroup) return;
   joins_.fetch_add(1, std::memory_order_relaxed);
-  joining_.store(true, std::memory_order_release);
+  hold();
 }
 
 void GroupJoinWatch::on_response_received(int16_t api_key, rd_kafka_resp_err_t err) {

@@ -34,11 +34,16 @@ class GroupJoinWatch {
   // Registers the interceptors on conf. Throws std::runtime_error if librdkafka refuses.
   void install(rd_kafka_conf_t* conf);
 
-  // True from a JoinGroup written until the next SyncGroup answer (or a failed JoinGroup).
-  bool joining() const { return joining_.load(std::memory_order_acquire); }
-  // A rebalance callback ran: whatever join there was has ended (a fallback, should a SyncGroup
-  // answer never be seen). Poll thread.
-  void rebalanced() { joining_.store(false, std::memory_order_release); }
+  // True from a JoinGroup written until the next SyncGroup answer (or a failed JoinGroup), and
+  // at most kMaxHoldSeconds (a safety net: a join that never completes must not stop commits
+  // for good; the hold is then dropped with a warning). `now_seconds`: steady-clock seconds.
+  static constexpr double kMaxHoldSeconds = 120;
+  bool joining(double now_seconds) const;
+  // The revoke callback is returning: librdkafka rejoins as soon as it does (after the assign
+  // callback that may follow in the same poll), before its JoinGroup reaches the wire, so the
+  // hold starts now rather than when the interceptor sees the request. The next SyncGroup
+  // answer ends it. Poll thread.
+  void rejoin_expected() { hold(); }
   // JoinGroup requests seen (each membership change costs at least one).
   uint64_t joins() const { return joins_.load(std::memory_order_relaxed); }
 
@@ -49,7 +54,9 @@ class GroupJoinWatch {
  private:
   static rd_kafka_resp_err_t on_new(rd_kafka_t* rk, const rd_kafka_conf_t* conf, void* opaque,
                                     char* errstr, size_t errstr_size);
+  void hold();
   std::atomic<bool> joining_{false};  // atomic: written on broker threads, read on any thread
+  std::atomic<double> since_{0};      // atomic: steady seconds when the hold started
   std::atomic<uint64_t> joins_{0};    // atomic: as joining_
 };
 

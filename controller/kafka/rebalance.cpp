@@ -26,7 +26,6 @@ void KafkaSource::Core::rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
 
 void KafkaSource::Core::on_rebalance(rd_kafka_resp_err_t err,
                                      rd_kafka_topic_partition_list_t* parts) {
-  join_watch.rebalanced();
   const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk.get()), "COOPERATIVE") == 0;
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     on_assign(parts, cooperative);
@@ -213,6 +212,10 @@ void KafkaSource::Core::on_revoke(rd_kafka_topic_partition_list_t* parts, bool c
   if (!exposure.empty()) {
     spdlog::warn("kafka: handed over uncommitted (may be delivered again): {}", exposure);
   }
+  // librdkafka rejoins right after an unassign: hold the periodic commits from here (a commit
+  // that slips in ahead of the JoinGroup is refused with the old generation; see
+  // group_join_watch.h). Not when leaving: then no join follows.
+  if (!sched->closed.load() && !stop_requested.load()) join_watch.rejoin_expected();
   if (cooperative) {
     if (RdKafkaError e{rd_kafka_incremental_unassign(rk.get(), parts)}) {
       spdlog::error("kafka: incremental unassign failed: {}", rd_kafka_error_string(e.get()));

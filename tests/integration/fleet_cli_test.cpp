@@ -154,7 +154,10 @@ TEST(FleetCli, MembersComeAndGoWithNothingLostAndDuplicatesBounded) {
       "fleet.json", R"({"broker": "external", "handler": {"service_mean_seconds": 0.001},
                         "kafka": {"group_id": "fleet", "commit_interval_seconds": 0.5,
                                   "properties": {"session.timeout.ms": "6000",
-                                                 "heartbeat.interval.ms": "500"}}})");
+                                                 "heartbeat.interval.ms": "500"
+                                                 )" +
+                          std::string(std::getenv("FLEET_DEBUG") ? R"(, "debug": "cgrp")" : "") +
+                          R"(}}})");
   auto a = std::make_unique<Member>("a", bootstrap, config);
   ASSERT_TRUE(wait_for([&] { return a->active(); }, 30)) << a->log_text();
   ChildProcess producer({kBinary, "produce", "--bootstrap", bootstrap, "--topic", "events",
