@@ -163,12 +163,13 @@ CommandMain add_sim_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   add_trace_options(app, trace_options);
-  CLI::Option* policy_option = app.add_option("--policy", o->policies,
-                 "Comma-separated policy specs: NAME (" + policy_name_list() +
-                     "), static:N, NAME:key=value,...; "
-                     "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
-                     "'oracle-replay' its schedule through the simulator")
-      ->capture_default_str();
+  CLI::Option* policy_option =
+      app.add_option("--policy", o->policies,
+                     "Comma-separated policy specs: NAME (" + policy_name_list() +
+                         "), static:N, NAME:key=value,...; "
+                         "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
+                         "'oracle-replay' its schedule through the simulator")
+          ->capture_default_str();
   app.add_option("--config", o->config_path,
                  "Config file: \"sim\", \"guards\", \"lag_slo\" and the params of the configured "
                  "policy")

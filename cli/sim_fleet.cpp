@@ -48,8 +48,7 @@ void add_fleet_options(CLI::App& app, const std::shared_ptr<FleetOptions>& o) {
           ->check(CLI::Range(1, 100'000)));
   add(app.add_option("--min-replicas", o->min_replicas, "Fewest pods (default 1)")
           ->check(CLI::Range(1, 100'000)));
-  add(app.add_option("--max-replicas", o->max_replicas,
-                     "Most pods (default: the partition count)")
+  add(app.add_option("--max-replicas", o->max_replicas, "Most pods (default: the partition count)")
           ->check(CLI::Range(1, 100'000)));
   add(app.add_option("--pod-start", o->pod_start,
                      "Seconds from a scale-up to the new pod joining the group (default 30)")
@@ -67,8 +66,9 @@ bool FleetOptions::active(bool config_has_fleet) const {
   if (enabled || config_has_fleet) return true;
   for (const CLI::Option* opt : options) {
     if (opt->count() > 0) {
-      throw ConfigError(opt->get_name(), "is a fleet option: add --fleet (or a \"fleet\" object "
-                                         "in the config's \"sim\")");
+      throw ConfigError(opt->get_name(),
+                        "is a fleet option: add --fleet (or a \"fleet\" object "
+                        "in the config's \"sim\")");
     }
   }
   return false;
@@ -100,8 +100,7 @@ sim::FleetConfig FleetOptions::resolve(const std::optional<sim::FleetConfig>& fr
   try {
     f.validate(f.resolved_partitions(sim));
     // Builds the replica policy once, so that bad parameters fail before anything runs.
-    sim::make_replica_policy(f.replica_policy, f.replica_params, f.replicas,
-                             "--replica-params");
+    sim::make_replica_policy(f.replica_policy, f.replica_params, f.replicas, "--replica-params");
   } catch (const ConfigError& e) {
     throw ConfigError("fleet", std::string(e.what()) +
                                    " (the flags: --replicas, --min-replicas, --max-replicas, "
@@ -111,23 +110,20 @@ sim::FleetConfig FleetOptions::resolve(const std::optional<sim::FleetConfig>& fr
 }
 
 int run_fleet_sim(const sim::Trace& trace, const FleetSimCommand& c) {
-  spdlog::info("{}: fleet of {} partitions, {} pods at start, replica policy {}, pod start {} s, "
-               "rebalance {} s; {} fidelity",
-               c.trace_path, c.fleet.resolved_partitions(c.config), c.fleet.replicas,
-               c.fleet.replica_policy, c.fleet.pod_start_seconds, c.fleet.rebalance_seconds,
-               c.config.resolve_fidelity(trace));
+  spdlog::info(
+      "{}: fleet of {} partitions, {} pods at start, replica policy {}, pod start {} s, "
+      "rebalance {} s; {} fidelity",
+      c.trace_path, c.fleet.resolved_partitions(c.config), c.fleet.replicas, c.fleet.replica_policy,
+      c.fleet.pod_start_seconds, c.fleet.rebalance_seconds, c.config.resolve_fidelity(trace));
   std::vector<sim::FleetResult> runs(c.specs.size());
   sim::parallel_for(c.specs.size(), std::max(1, c.threads), [&](std::size_t i) {
     runs[i] = sim::simulate_fleet(trace, c.specs[i], c.guards, c.config, c.fleet);
   });
   std::cout << sim::format_fleet_table(runs);
   if (!c.json_out.empty()) {
-    nlohmann::json report{{"trace", c.trace_path},
-                          {"lag_slo", c.config.lag_slo},
-                          {"sim", c.config.to_json()},
-                          {"fleet", c.fleet.to_json()},
-                          {"guards", c.guards.to_json()},
-                          {"runs", nlohmann::json::array()}};
+    nlohmann::json report{{"trace", c.trace_path},        {"lag_slo", c.config.lag_slo},
+                          {"sim", c.config.to_json()},    {"fleet", c.fleet.to_json()},
+                          {"guards", c.guards.to_json()}, {"runs", nlohmann::json::array()}};
     for (const auto& r : runs) report["runs"].push_back(sim::to_json(r));
     write_output(c.json_out, report.dump(2) + "\n");
   }
@@ -136,9 +132,9 @@ int run_fleet_sim(const sim::Trace& trace, const FleetSimCommand& c) {
     csv << "run,t,arrival_rate,processed_rate,lag,workers,replicas,members,rebalancing\n";
     for (const auto& r : runs) {
       for (const auto& p : r.series) {
-        csv << '"' << r.label << "\"," << p.t << ',' << p.arrival_rate << ','
-            << p.processed_rate << ',' << p.lag << ',' << p.workers << ',' << p.replicas << ','
-            << p.members << ',' << (p.rebalancing ? 1 : 0) << '\n';
+        csv << '"' << r.label << "\"," << p.t << ',' << p.arrival_rate << ',' << p.processed_rate
+            << ',' << p.lag << ',' << p.workers << ',' << p.replicas << ',' << p.members << ','
+            << (p.rebalancing ? 1 : 0) << '\n';
       }
     }
     write_output(c.csv_out, csv.str());

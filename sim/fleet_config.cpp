@@ -54,8 +54,8 @@ void FleetConfig::validate(int resolved, const std::string& path) const {
   in_range(assignment == "range" || assignment == "roundrobin", "assignment",
            "must be range or roundrobin");
   const auto& names = replica_policy_names();
-  in_range(std::find(names.begin(), names.end(), replica_policy) != names.end(),
-           "replica_policy", "must be static, keda-recommended or keda-lag");
+  in_range(std::find(names.begin(), names.end(), replica_policy) != names.end(), "replica_policy",
+           "must be static, keda-recommended or keda-lag");
   in_range(replicas >= 1, "replicas", "must be >= 1");
   in_range(min_replicas >= 1, "min_replicas", "must be >= 1");
   in_range(max_replicas >= 0, "max_replicas", "must be >= 0 (0: the partition count)");
@@ -108,36 +108,35 @@ nlohmann::json to_json(const FleetResult& r) {
                          {"worker_seconds", s.worker_seconds},
                          {"scale_actions", s.scale_actions}});
   }
-  return nlohmann::json{
-      {"label", r.label},
-      {"policy", r.policy},
-      {"replica_policy", r.replica_policy},
-      {"fidelity", r.fidelity},
-      {"partitions", r.partitions},
-      {"kpis",
-       {{"lag_integral", k.lag_integral},
-        {"max_lag", k.max_lag},
-        {"p99_lag", k.p99_lag},
-        {"seconds_above_slo", k.seconds_above_slo},
-        {"worker_seconds", k.worker_seconds},
-        {"mean_workers", k.mean_workers},
-        {"max_workers", k.max_workers},
-        {"scale_actions", k.scale_actions},
-        {"reversals", k.reversals},
-        {"arrived", k.arrived},
-        {"processed", k.processed},
-        {"final_lag", k.final_lag},
-        {"mean_wait_seconds", k.mean_wait_seconds},
-        {"mean_service_seconds", k.mean_service_seconds},
-        {"duration_seconds", k.duration_seconds},
-        {"replica_seconds", r.fleet.replica_seconds},
-        {"mean_replicas", r.fleet.mean_replicas},
-        {"max_replicas", r.fleet.max_replicas},
-        {"replica_actions", r.fleet.replica_actions},
-        {"pods_started", r.fleet.pods_started},
-        {"rebalances", r.fleet.rebalances},
-        {"rebalance_seconds", r.fleet.rebalance_seconds}}},
-      {"instances", instances}};
+  return nlohmann::json{{"label", r.label},
+                        {"policy", r.policy},
+                        {"replica_policy", r.replica_policy},
+                        {"fidelity", r.fidelity},
+                        {"partitions", r.partitions},
+                        {"kpis",
+                         {{"lag_integral", k.lag_integral},
+                          {"max_lag", k.max_lag},
+                          {"p99_lag", k.p99_lag},
+                          {"seconds_above_slo", k.seconds_above_slo},
+                          {"worker_seconds", k.worker_seconds},
+                          {"mean_workers", k.mean_workers},
+                          {"max_workers", k.max_workers},
+                          {"scale_actions", k.scale_actions},
+                          {"reversals", k.reversals},
+                          {"arrived", k.arrived},
+                          {"processed", k.processed},
+                          {"final_lag", k.final_lag},
+                          {"mean_wait_seconds", k.mean_wait_seconds},
+                          {"mean_service_seconds", k.mean_service_seconds},
+                          {"duration_seconds", k.duration_seconds},
+                          {"replica_seconds", r.fleet.replica_seconds},
+                          {"mean_replicas", r.fleet.mean_replicas},
+                          {"max_replicas", r.fleet.max_replicas},
+                          {"replica_actions", r.fleet.replica_actions},
+                          {"pods_started", r.fleet.pods_started},
+                          {"rebalances", r.fleet.rebalances},
+                          {"rebalance_seconds", r.fleet.rebalance_seconds}}},
+                        {"instances", instances}};
 }
 
 }  // namespace lagpilot::sim

@@ -90,19 +90,23 @@ std::string render_fleet_html(const FleetHtmlReport& r) {
     }
     std::vector<XYPoint> lag_pts;
     for (const auto& p : run.series) lag_pts.push_back({p.t, static_cast<double>(p.lag)});
-    lag.lines.push_back({downsample_min_max(lag_pts, kColumns), color, cls, run.label, false, false});
+    lag.lines.push_back(
+        {downsample_min_max(lag_pts, kColumns), color, cls, run.label, false, false});
     const double top = static_cast<double>(std::max(1, run.fleet.max_replicas));
-    html::Line paused{steps(run.series, [&](const FleetSeriesPoint& p) {
-                        return p.rebalancing ? top : 0.0;
-                      }),
-                      color, cls, run.label + ": rebalancing", false, true};
+    html::Line paused{
+        steps(run.series, [&](const FleetSeriesPoint& p) { return p.rebalancing ? top : 0.0; }),
+        color,
+        cls,
+        run.label + ": rebalancing",
+        false,
+        true};
     replicas.lines.push_back(paused);
     replicas.lines.push_back(
         {steps(run.series, [](const FleetSeriesPoint& p) { return double(p.replicas); }), color,
          cls, run.label, false, false});
     workers.lines.push_back(
-        {steps(run.series, [](const FleetSeriesPoint& p) { return double(p.workers); }), color,
-         cls, run.label, false, false});
+        {steps(run.series, [](const FleetSeriesPoint& p) { return double(p.workers); }), color, cls,
+         run.label, false, false});
   }
   out << "<p>";
   for (std::size_t i = 0; i < r.runs.size(); ++i) {

@@ -320,9 +320,9 @@ void FleetRun::join(int id, double now) {
   Pod& pod = pods_[static_cast<std::size_t>(id)];
   // Pod 0 uses simulate()'s service stream: a fleet of one is simulate() exactly.
   const uint64_t seed =
-      id == 0 ? model_service_seed(config_)
-              : Rng::stream(config_.seed, kPodServiceStreamBase + static_cast<uint64_t>(id))
-                    .next_u64();
+      id == 0
+          ? model_service_seed(config_)
+          : Rng::stream(config_.seed, kPodServiceStreamBase + static_cast<uint64_t>(id)).next_u64();
   pod.instance = std::make_unique<Instance>(config_.model, config_.initial_workers, seed, batch_,
                                             now, fleet_.catch_up_seconds);
   pod.instance->start_loop(make_policy(spec_.name, spec_.params), guards_);
@@ -516,8 +516,8 @@ FleetResult FleetRun::run() {
         const ArrivalChunk c = arrivals_->pop();
         const int partition = picker_.pick();
         const int owner = owner_[static_cast<std::size_t>(partition)];
-        pods_[static_cast<std::size_t>(owner)].instance->receive(
-            ta, Tagged{c, partition, next_seq_++});
+        pods_[static_cast<std::size_t>(owner)].instance->receive(ta,
+                                                                 Tagged{c, partition, next_seq_++});
       }
     }
 
@@ -567,10 +567,9 @@ FleetResult FleetRun::run() {
       signal = 1;  // max over the instances (the ScaledObject's query)
       for (Pod& p : pods_) {
         if (p.state != PodState::kMember) continue;
-        signal = std::max<int64_t>(
-            signal, p.instance->recommended().update(p.instance->last_observation(), lag,
-                                                     arrival_rate, guards_.max_workers,
-                                                     partitions_));
+        signal = std::max<int64_t>(signal, p.instance->recommended().update(
+                                               p.instance->last_observation(), lag, arrival_rate,
+                                               guards_.max_workers, partitions_));
       }
     }
     replica_obs_ = Observation{};
@@ -673,10 +672,10 @@ FleetResult simulate_fleet(const Trace& trace, const PolicySpec& spec, const Gua
                            const SimConfig& config, const FleetConfig& fleet) {
   FleetRun run(trace, spec, guards, config, fleet);
   FleetResult result = run.run();
-  result.label = (spec.label.empty() ? spec.name : spec.label) + " + " +
-                 (fleet.replica_policy == "static"
-                      ? "static:" + std::to_string(fleet.replicas) + " pods"
-                      : fleet.replica_policy);
+  result.label =
+      (spec.label.empty() ? spec.name : spec.label) + " + " +
+      (fleet.replica_policy == "static" ? "static:" + std::to_string(fleet.replicas) + " pods"
+                                        : fleet.replica_policy);
   result.policy = spec.name;
   result.replica_policy = fleet.replica_policy;
   result.fidelity = config.resolve_fidelity(trace);

@@ -59,9 +59,9 @@ struct FleetConfig {
   // parameters (KedaParams keys for the keda ones).
   std::string replica_policy = "static";
   nlohmann::json replica_params = nlohmann::json::object();
-  int replicas = 1;      // pods at t = 0 (and the static policy's count)
-  int min_replicas = 1;  // >= 1
-  int max_replicas = 0;  // 0: the partition count
+  int replicas = 1;                 // pods at t = 0 (and the static policy's count)
+  int min_replicas = 1;             // >= 1
+  int max_replicas = 0;             // 0: the partition count
   double pod_start_seconds = 30.0;  // a new pod joins the group this long after it was asked for
   double rebalance_seconds = 3.0;   // every member pauses this long per membership change
   // The recommended replicas' backlog drain time (the runtime's catch-up, 60 s by default).
@@ -82,9 +82,9 @@ struct FleetKpis {
   double replica_seconds = 0.0;  // pods alive (starting, member or draining) over time
   double mean_replicas = 0.0;
   int max_replicas = 0;
-  int replica_actions = 0;     // replica-policy decisions that changed the pod count
-  int pods_started = 0;        // pods created after t = 0
-  int rebalances = 0;          // membership changes (same-time changes once)
+  int replica_actions = 0;         // replica-policy decisions that changed the pod count
+  int pods_started = 0;            // pods created after t = 0
+  int rebalances = 0;              // membership changes (same-time changes once)
   double rebalance_seconds = 0.0;  // time during which the members were paused
 };
 

@@ -55,8 +55,8 @@ class RecommendedReplicas {
 
   // One instance's tick: `own` is its observation (processed rate, busy workers, pool size);
   // the group's lag and arrival rate are what every instance measures alike.
-  int update(const Observation& own, int64_t group_lag, double group_arrival_rate,
-             int max_workers, int partitions);
+  int update(const Observation& own, int64_t group_lag, double group_arrival_rate, int max_workers,
+             int partitions);
 
   bool rate_measured() const { return rate_measured_; }
   double per_worker_rate() const { return per_worker_rate_; }

@@ -102,7 +102,8 @@ TEST(FleetConservation, PerInstanceAndInTotalThroughJoinsLeavesAndSkew) {
     fleet.partitions = 12;
     fleet.skew = 0.7;
     fleet.replica_policy = "keda-recommended";
-    fleet.replica_params = {{"polling_interval_seconds", 15}, {"cooldown_period_seconds", 60},
+    fleet.replica_params = {{"polling_interval_seconds", 15},
+                            {"cooldown_period_seconds", 60},
                             {"scale_down_stabilization_seconds", 60}};
     fleet.replicas = 1;
     fleet.pod_start_seconds = 10;
@@ -259,8 +260,7 @@ TEST(FleetConfig, RoundTripAndErrorsNameTheField) {
   EXPECT_NE(error_of({{"rebalance_seconds", -1}}).find("fleet.rebalance_seconds"),
             std::string::npos);
   EXPECT_NE(error_of({{"assignment", "sticky"}}).find("fleet.assignment"), std::string::npos);
-  EXPECT_NE(error_of({{"replica_policy", "hpa"}}).find("fleet.replica_policy"),
-            std::string::npos);
+  EXPECT_NE(error_of({{"replica_policy", "hpa"}}).find("fleet.replica_policy"), std::string::npos);
   EXPECT_NE(error_of({{"replicas", 5}, {"max_replicas", 3}}).find("fleet.replicas"),
             std::string::npos);
   EXPECT_NE(error_of({{"pods", 3}}).find("fleet.pods"), std::string::npos);
@@ -269,8 +269,8 @@ TEST(FleetConfig, RoundTripAndErrorsNameTheField) {
   FleetConfig bad;
   bad.replica_policy = "keda-recommended";
   bad.replica_params = {{"lag_threshold", 5}};
-  EXPECT_THROW(simulate_fleet(constant_trace(10, 10), parse_policy_spec("static:4"),
-                              GuardConfig{}, SimConfig{}, bad),
+  EXPECT_THROW(simulate_fleet(constant_trace(10, 10), parse_policy_spec("static:4"), GuardConfig{},
+                              SimConfig{}, bad),
                ConfigError);
 }
 
