@@ -65,7 +65,7 @@ def svg(results):
             out.append(f'<text x="{x0 - 4}" y="{y0 + row_h}" text-anchor="end">0</text>')
             pw = col_w - left + 40
             for k, (_, _, s) in enumerate(runs):
-                step = max(1, len(s) // 600)
+                step = max(1, len(s) // 400)
                 pts = " ".join(f"{x0 + p[0] / t_end * pw:.1f},{y0 + row_h - p[idx] / vmax * row_h:.1f}"
                                for p in s[::step])
                 out.append(f'<polyline points="{pts}" fill="none" stroke="{COLORS[k]}" stroke-width="1.2"/>')
@@ -90,7 +90,7 @@ def main():
         for partitions in PARTITIONS:
             for world, config, policy in WORLDS:
                 cmd, r, series = run(trace, config, policy, partitions)
-                commands.append(" ".join(cmd[:-6]))
+                commands.append(" ".join(["lagpilot"] + cmd[1:-6]))
                 results[(tname, world, partitions)] = (cmd, r, series)
                 k = r["kpis"]
                 lines.append(

@@ -489,15 +489,23 @@ FleetResult FleetRun::run() {
     paused_in_tick_ = paused_;
     // The window's events in time order: the models' own (lowest pod first at equal times),
     // then the fleet's (joins, ends of pauses), then arrivals, as in simulate().
+    // Each pod's next own event, refreshed for the pod an event or an arrival touched and for
+    // every pod after a fleet event (a flat vector: the scan below is the hot loop).
+    std::vector<double> next_event(pods_.size(), kInf);
+    auto refresh = [&](std::size_t p) {
+      const Pod& pod = pods_[p];
+      next_event[p] = pod.instance && pod.state != PodState::kGone
+                          ? pod.instance->model().next_event_time()
+                          : kInf;
+    };
+    for (std::size_t p = 0; p < pods_.size(); ++p) refresh(p);
     for (;;) {
-      Instance* next = nullptr;
+      std::size_t next = 0;
       double te = kInf;
-      for (Pod& p : pods_) {
-        if (!p.instance || p.state == PodState::kGone) continue;
-        const double t = p.instance->model().next_event_time();
-        if (t < te) {
-          te = t;
-          next = p.instance.get();
+      for (std::size_t p = 0; p < next_event.size(); ++p) {
+        if (next_event[p] < te) {
+          te = next_event[p];
+          next = p;
         }
       }
       const double tf = events_.empty() ? kInf : events_.top().time;
@@ -506,18 +514,22 @@ FleetResult FleetRun::run() {
       if (tm <= ta) {
         if (tm >= t1) break;
         if (te <= tf) {
-          next->model().run_next_event();
-          next->feed(te);
+          Instance& in = *pods_[next].instance;
+          in.model().run_next_event();
+          in.feed(te);
+          refresh(next);
         } else {
           run_fleet_event();
+          next_event.resize(pods_.size());
+          for (std::size_t p = 0; p < pods_.size(); ++p) refresh(p);
         }
       } else {
         if (ta >= t1) break;
         const ArrivalChunk c = arrivals_->pop();
         const int partition = picker_.pick();
-        const int owner = owner_[static_cast<std::size_t>(partition)];
-        pods_[static_cast<std::size_t>(owner)].instance->receive(ta,
-                                                                 Tagged{c, partition, next_seq_++});
+        const auto owner = static_cast<std::size_t>(owner_[static_cast<std::size_t>(partition)]);
+        pods_[owner].instance->receive(ta, Tagged{c, partition, next_seq_++});
+        refresh(owner);
       }
     }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "policies/config_reader.h"
+#include "sim/fleet_report.h"
 #include "sim/replica_policy.h"
 #include "sim/simulation.h"
 #include "sim_test_util.h"
@@ -240,6 +241,55 @@ TEST(FleetReplicaPolicy, KedaRecommendedFollowsTheBurstUpAndDown) {
   EXPECT_GE(r.fleet.max_replicas, 2);
   EXPECT_EQ(r.series.back().replicas, 1) << "back to one pod after the burst";
   EXPECT_GT(r.fleet.replica_actions, 1);
+}
+
+// --- Rebalance pauses cost lag; the HTML page shows replicas and workers ------------------
+
+FleetResult scaling_fleet(double rebalance_seconds) {
+  const Trace trace = burst_trace(200, 2500, 200, 150);
+  SimConfig config = small_config("batch", 0.0);
+  config.series_interval_seconds = 0;
+  FleetConfig fleet;
+  fleet.partitions = 12;
+  fleet.replica_policy = "keda-recommended";
+  fleet.pod_start_seconds = 10;
+  fleet.rebalance_seconds = rebalance_seconds;
+  return simulate_fleet(trace, parse_policy_spec("static:8"), GuardConfig{}, config, fleet);
+}
+
+TEST(FleetRebalance, PausesCostLagAndAreCounted) {
+  const FleetResult free = scaling_fleet(0);
+  const FleetResult paused = scaling_fleet(10);
+  EXPECT_GT(free.fleet.rebalances, 0);
+  EXPECT_EQ(free.fleet.rebalance_seconds, 0.0);
+  EXPECT_GT(paused.fleet.rebalance_seconds, 10.0);
+  EXPECT_GT(paused.kpis.lag_integral, free.kpis.lag_integral);
+  // A tick entirely inside a pause completes nothing new: some tick has no processing although
+  // the backlog is large.
+  bool idle_paused_tick = false;
+  for (std::size_t i = 1; i + 1 < paused.series.size(); ++i) {
+    const auto& p = paused.series[i];
+    if (p.rebalancing && paused.series[i - 1].rebalancing && p.lag > 1000 &&
+        p.processed_rate == 0) {
+      idle_paused_tick = true;
+    }
+  }
+  EXPECT_TRUE(idle_paused_tick);
+}
+
+TEST(FleetReport, ChartsReplicasAndWorkersAndEscapesLabels) {
+  FleetHtmlReport report;
+  report.title = "fleet <test>";
+  report.runs.push_back(scaling_fleet(3));
+  report.runs.back().label = "a<b";
+  report.lag_slo = 2000;
+  const std::string page = render_fleet_html(report);
+  EXPECT_NE(page.find("Replicas (pods alive"), std::string::npos);
+  EXPECT_NE(page.find("Workers (sum of the pools)"), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("a&lt;b"), std::string::npos);
+  EXPECT_EQ(page.find("a<b"), std::string::npos);
+  EXPECT_NE(page.find("fleet &lt;test&gt;"), std::string::npos);
 }
 
 // --- Config -------------------------------------------------------------------------------
