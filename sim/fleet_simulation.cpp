@@ -10,6 +10,7 @@
 #include "policies/control_loop.h"
 #include "policies/event_queue.h"
 #include "sim/consumer_model.h"
+#include "sim/fleet_instance.h"
 #include "sim/lag_quantile.h"
 #include "sim/random.h"
 #include "sim/replica_policy.h"
@@ -18,181 +19,12 @@ namespace lagpilot::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+using fleet_detail::Instance;
+using fleet_detail::Tagged;
 
 // Streams under the user's seed, beside simulate()'s 1..3 (pod 0's model uses simulate()'s).
 constexpr uint64_t kPartitionStream = 11;
 constexpr uint64_t kPodServiceStreamBase = 1000;
-
-// An arrival chunk with its partition and its place in the arrival order (buffers stay sorted
-// by it, also after a rebalance merges two of them).
-struct Tagged {
-  ArrivalChunk chunk;
-  int partition = 0;
-  uint64_t seq = 0;
-};
-
-// One member's consumer: its fetch buffer, its ConsumerModel, and what its ControlLoop sees
-// (built field for field as simulate()'s SimulatedConsumer builds it, the buffer counted as the
-// queue the single model would hold).
-class Instance final : public Sampler, public Actuator {
- public:
-  Instance(const ConsumerModelConfig& model, int initial_workers, uint64_t seed, bool batch,
-           double now, double catch_up_seconds)
-      : model_(model, initial_workers, seed, batch),
-        previous_time_(now),
-        recommended_(catch_up_seconds) {}
-
-  void start_loop(std::unique_ptr<Policy> policy, const GuardConfig& guards) {
-    loop_ = std::make_unique<ControlLoop>(*this, *this, std::move(policy), guards, 0);
-  }
-  void stop_loop() { loop_.reset(); }
-  ControlLoop* loop() { return loop_.get(); }
-
-  Observation sample(double now) override {
-    now_ = now;
-    last_ = model_.sample(now);
-    const int64_t lag = lag_now();
-    const double window = now - previous_time_;
-    Observation obs;
-    obs.time = now;
-    obs.total_lag = lag;
-    obs.arrival_rate =
-        window > 0 ? static_cast<double>(arrivals_ - previous_arrivals_) / window : 0;
-    obs.processed_rate =
-        window > 0 ? static_cast<double>(last_.processed - previous_processed_) / window : 0;
-    obs.lag_slope = window > 0 ? static_cast<double>(lag - previous_lag_) / window : 0;
-    obs.latency_p50 = last_.latency_p50;
-    obs.latency_p99 = last_.latency_p99;
-    obs.record_age_p99 = last_.record_age_p99;
-    obs.current_workers = last_.pool_size;
-    obs.busy_workers = last_.busy_mean;
-    obs.queue_depth = last_.queue_depth + buffered_;
-    obs.queue_capacity = 0;
-    obs.assigned_partitions = static_cast<int>(partitions_.size());
-    obs.sink_pushback = last_.sink_pushback;
-    obs.explain = explain_;
-    previous_time_ = now;
-    previous_arrivals_ = arrivals_;
-    previous_processed_ = last_.processed;
-    previous_lag_ = lag;
-    last_lag_ = lag;
-    last_obs_ = obs;
-    return obs;
-  }
-
-  // Grows one worker at a time, feeding each new productive worker before the next is added:
-  // what ConsumerModel::resize does when its own queue holds the messages.
-  void resize(int workers) override {
-    if (workers <= model_.pool_size()) {
-      model_.resize(now_, workers);
-      return;
-    }
-    for (int n = model_.pool_size() + 1; n <= workers; ++n) {
-      model_.resize(now_, n);
-      feed(now_);
-    }
-  }
-
-  // Hands buffered messages to idle workers (none while paused).
-  void feed(double now) {
-    if (paused_) return;
-    while (!buffer_.empty() && model_.idle_workers() > 0) {
-      const Tagged t = buffer_.front();
-      buffer_.pop_front();
-      buffered_ -= t.chunk.count;
-      model_.arrive(now, t.chunk);
-    }
-  }
-
-  void receive(double now, const Tagged& t) {
-    buffer_.push_back(t);
-    buffered_ += t.chunk.count;
-    received_ += t.chunk.count;
-    arrivals_ += t.chunk.count;
-    feed(now);
-  }
-
-  // Rebalance: removes the buffered messages of partitions not in `keep` (by partition number).
-  std::vector<Tagged> revoke(const std::vector<char>& keep) {
-    std::vector<Tagged> out;
-    std::deque<Tagged> kept;
-    for (const Tagged& t : buffer_) {
-      if (keep[static_cast<std::size_t>(t.partition)]) {
-        kept.push_back(t);
-      } else {
-        out.push_back(t);
-      }
-    }
-    buffer_.swap(kept);
-    for (const Tagged& t : out) {
-      buffered_ -= t.chunk.count;
-      handed_over_ += t.chunk.count;
-    }
-    return out;
-  }
-  // Rebalance: takes over messages another member had buffered, in arrival order.
-  void take_over(const std::vector<Tagged>& moved) {
-    if (moved.empty()) return;
-    for (const Tagged& t : moved) {
-      buffer_.push_back(t);
-      buffered_ += t.chunk.count;
-      received_ += t.chunk.count;
-    }
-    std::sort(buffer_.begin(), buffer_.end(),
-              [](const Tagged& a, const Tagged& b) { return a.seq < b.seq; });
-  }
-
-  int64_t lag_now() const { return model_.arrived() + buffered_ - last_.processed; }
-  // For pods without a loop (draining): sample the model directly.
-  int64_t sample_lag(double now) {
-    last_ = model_.sample(now);
-    last_lag_ = lag_now();
-    return last_lag_;
-  }
-  int64_t final_lag() const {
-    return model_.in_system() - (last_.processed - model_.completed()) + buffered_;
-  }
-  bool empty() const { return buffered_ == 0 && model_.in_system() == 0; }
-
-  ConsumerModel& model() { return model_; }
-  const ModelSample& last_sample() const { return last_; }
-  const Observation& last_observation() const { return last_obs_; }
-  int64_t last_lag() const { return last_lag_; }
-  int64_t received() const { return received_; }
-  int64_t handed_over() const { return handed_over_; }
-  RecommendedReplicas& recommended() { return recommended_; }
-  void set_partitions(std::vector<int> p) { partitions_ = std::move(p); }
-  const std::vector<int>& partitions() const { return partitions_; }
-  void set_paused(bool paused) { paused_ = paused; }
-  void set_explain(bool explain) { explain_ = explain; }
-
-  // Per-instance KPI counters (the fleet sums them).
-  int last_direction = 0;
-  int scale_actions = 0;
-  int reversals = 0;
-  double worker_seconds = 0.0;
-
- private:
-  ConsumerModel model_;
-  std::unique_ptr<ControlLoop> loop_;
-  std::deque<Tagged> buffer_;
-  int64_t buffered_ = 0;
-  int64_t received_ = 0;     // arrivals + taken over
-  int64_t arrivals_ = 0;     // arrivals to its partitions while it held them
-  int64_t handed_over_ = 0;  // buffered messages moved to others
-  std::vector<int> partitions_;
-  bool paused_ = false;
-  bool explain_ = true;
-  double now_ = 0.0;
-  double previous_time_ = 0.0;
-  int64_t previous_arrivals_ = 0;
-  int64_t previous_processed_ = 0;
-  int64_t previous_lag_ = 0;
-  int64_t last_lag_ = 0;
-  ModelSample last_;
-  Observation last_obs_;
-  RecommendedReplicas recommended_;
-};
 
 enum class PodState : uint8_t { kStarting, kMember, kDraining, kGone };
 
@@ -232,6 +64,13 @@ class PartitionPicker {
   std::vector<double> cumulative_;
 };
 
+// Algorithm (the model is in the header): one tick window at a time, as simulate() does,
+//   1. the window's events in time order: each pod's own model events (lowest pod first at
+//      equal times), then the fleet's (a pod joins, a pause ends), then the arrivals, each
+//      routed to its partition's owner;
+//   2. at the tick: every member's ControlLoop ticks, the group's KPIs take the sample;
+//   3. the replica ControlLoop (this object is its Sampler and Actuator) ticks on the group's
+//      signal and creates or removes pods; leaves and joins rebalance (assign(), a pause).
 class FleetRun final : public Sampler, public Actuator {
  public:
   FleetRun(const Trace& trace, const PolicySpec& spec, const GuardConfig& guards,
@@ -274,10 +113,10 @@ class FleetRun final : public Sampler, public Actuator {
   void resize(int replicas) override { set_replicas(now_, replicas); }
 
  private:
-  int add_pod(double now);
+  int add_pod();
   void join(int pod, double now);
   void membership_changed(double now);
-  void assign(double now);
+  void assign();
   void set_replicas(double now, int replicas);
   void unpause(double now);
   void run_fleet_event();
@@ -308,10 +147,9 @@ class FleetRun final : public Sampler, public Actuator {
   FleetKpis kpis_;
 };
 
-int FleetRun::add_pod(double now) {
+int FleetRun::add_pod() {
   Pod pod;
   pod.summary.pod = static_cast<int>(pods_.size());
-  (void)now;
   pods_.push_back(std::move(pod));
   return static_cast<int>(pods_.size()) - 1;
 }
@@ -330,7 +168,7 @@ void FleetRun::join(int id, double now) {
   pod.summary.joined = now;
 }
 
-void FleetRun::assign(double now) {
+void FleetRun::assign() {
   std::vector<int> members;
   for (std::size_t i = 0; i < pods_.size(); ++i) {
     if (pods_[i].state == PodState::kMember) members.push_back(static_cast<int>(i));
@@ -370,13 +208,12 @@ void FleetRun::assign(double now) {
     if (!moved[i].empty()) pods_[i].instance->take_over(moved[i]);
   }
   owner_ = std::move(owner);
-  (void)now;
 }
 
 void FleetRun::membership_changed(double now) {
   if (now != last_change_) ++kpis_.rebalances;
   last_change_ = now;
-  assign(now);
+  assign();
   if (fleet_.rebalance_seconds <= 0) {
     for (Pod& p : pods_) {
       if (p.state == PodState::kMember) p.instance->feed(now);
@@ -425,7 +262,7 @@ void FleetRun::set_replicas(double now, int replicas) {
   }
   if (replicas != alive) ++kpis_.replica_actions;
   for (; alive < replicas; ++alive) {
-    const int id = add_pod(now);
+    const int id = add_pod();
     ++kpis_.pods_started;
     events_.schedule(now + fleet_.pod_start_seconds, FleetEvent{FleetEvent::kPodReady, id});
   }
@@ -458,8 +295,8 @@ FleetResult FleetRun::run() {
   const int64_t ticks =
       std::max<int64_t>(1, static_cast<int64_t>(std::ceil(trace_.duration() / tick - 1e-9)));
   // The group formed before t = 0: its first assignment is no rebalance.
-  for (int i = 0; i < fleet_.replicas; ++i) join(add_pod(0.0), 0.0);
-  assign(0.0);
+  for (int i = 0; i < fleet_.replicas; ++i) join(add_pod(), 0.0);
+  assign();
 
   Kpis& k = result.kpis;
   k.max_workers = fleet_.replicas * config_.initial_workers;
