@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -97,15 +98,25 @@ sim::FleetConfig FleetOptions::resolve(const std::optional<sim::FleetConfig>& fr
   if (given("--pod-start")) f.pod_start_seconds = pod_start;
   if (given("--rebalance")) f.rebalance_seconds = rebalance;
   if (given("--catch-up")) f.catch_up_seconds = catch_up;
+  // Errors name the flag when the value came from one, else the config's field.
+  const std::string base = from_config ? "sim.fleet" : "fleet";
   try {
-    f.validate(f.resolved_partitions(sim));
-    // Builds the replica policy once, so that bad parameters fail before anything runs.
-    sim::make_replica_policy(f.replica_policy, f.replica_params, f.replicas, "--replica-params");
+    f.validate(f.resolved_partitions(sim), base);
   } catch (const ConfigError& e) {
-    throw ConfigError("fleet", std::string(e.what()) +
-                                   " (the flags: --replicas, --min-replicas, --max-replicas, "
-                                   "--partitions, --replica-policy, --replica-params)");
+    const std::string key = e.path().substr(e.path().rfind('.') + 1);
+    std::string flag = "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (key == "pod_start_seconds") flag = "--pod-start";
+    if (key == "rebalance_seconds") flag = "--rebalance";
+    if (key == "catch_up_seconds") flag = "--catch-up";
+    if (!given(flag.c_str())) throw;
+    const std::string what = e.what();
+    throw ConfigError(flag, what.substr(e.path().size() + 2));
   }
+  // Builds the replica policy once, so that bad parameters fail before anything runs.
+  sim::make_replica_policy(
+      f.replica_policy, f.replica_params, f.replicas,
+      given("--replica-params") ? "--replica-params" : base + ".replica_params");
   return f;
 }
 
