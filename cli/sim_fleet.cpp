@@ -109,7 +109,7 @@ sim::FleetConfig FleetOptions::resolve(const std::optional<sim::FleetConfig>& fr
     if (key == "pod_start_seconds") flag = "--pod-start";
     if (key == "rebalance_seconds") flag = "--rebalance";
     if (key == "catch_up_seconds") flag = "--catch-up";
-    if (!given(flag.c_str())) throw;
+    if (!given(flag.c_str()) && from_config) throw;  // from the config file: its field
     const std::string what = e.what();
     throw ConfigError(flag, what.substr(e.path().size() + 2));
   }
