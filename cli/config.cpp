@@ -9,6 +9,14 @@ namespace {
 
 void check_sim_section(const AppConfig& config) {
   sim_config(config);
+  fleet_config(config);
+}
+
+// "sim" without its "fleet" object (read by fleet_config()).
+nlohmann::json without_fleet(const nlohmann::json& sim) {
+  nlohmann::json s = sim;
+  if (s.is_object()) s.erase("fleet");
+  return s;
 }
 
 }  // namespace
@@ -22,7 +30,7 @@ AppConfig config_from_json(const nlohmann::json& root) {
 }
 
 sim::SimConfig sim_config(const AppConfig& config) {
-  sim::SimConfig c = sim::SimConfig::from_json(config.sim, "sim");
+  sim::SimConfig c = sim::SimConfig::from_json(without_fleet(config.sim), "sim");
   const double slo = config.runtime.lag_slo;  // RuntimeConfig::read_keys keeps it in [0, 1e15]
   if (!(slo >= 0.0 && slo <= 1e15)) {
     throw ConfigError("lag_slo", "must be between 0 and 1e15, got " + std::to_string(slo));
@@ -31,9 +39,15 @@ sim::SimConfig sim_config(const AppConfig& config) {
   return c;
 }
 
+std::optional<sim::FleetConfig> fleet_config(const AppConfig& config) {
+  if (!config.sim.is_object() || !config.sim.contains("fleet")) return std::nullopt;
+  return sim::FleetConfig::from_json(config.sim.at("fleet"), "sim.fleet");
+}
+
 nlohmann::json config_json(const AppConfig& config) {
   nlohmann::json root = config.to_json();
   root["sim"] = sim_config(config).to_json();  // every "sim" default; lag_slo is top-level
+  if (const auto fleet = fleet_config(config)) root["sim"]["fleet"] = fleet->to_json();
   return root;
 }
 

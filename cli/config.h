@@ -6,9 +6,11 @@
 // Thread-safety: plain functions; any thread.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "controller/app_config.h"
+#include "sim/fleet_simulation.h"
 #include "sim/simulation.h"
 
 namespace lagpilot::cli {
@@ -25,6 +27,11 @@ AppConfig config_from_json(const nlohmann::json& root);
 // moved to the top level ..."); never for a config that load_config() or config_from_json()
 // returned.
 sim::SimConfig sim_config(const AppConfig& config);
+
+// The "fleet" object inside "sim" (sim::FleetConfig::from_json, errors name "sim.fleet.KEY"),
+// if the config has one: it turns `lagpilot sim` into the fleet simulator (as --fleet does).
+// sim_config() leaves it out of the SimConfig.
+std::optional<sim::FleetConfig> fleet_config(const AppConfig& config);
 
 // AppConfig::to_json() with every "sim" default filled in (`lagpilot run --print-config`).
 nlohmann::json config_json(const AppConfig& config);

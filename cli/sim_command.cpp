@@ -14,6 +14,7 @@
 #include "cli/config.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
+#include "cli/sim_fleet.h"
 #include "cli/sim_scoreboard.h"
 #include "cli/trace_options.h"
 #include "policies/policy_factory.h"
@@ -155,18 +156,20 @@ CommandMain add_sim_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto trace_options = std::make_shared<TraceOptions>();
   auto overrides = std::make_shared<SimOverrides>();
+  auto fleet = std::make_shared<FleetOptions>();
   app.add_option("--trace", o->traces,
                  "Trace file (see README: formats); several (--trace A --trace B) print the "
                  "multi-trace scoreboard (docs/control-quality.md)")
       ->required()
       ->check(CLI::ExistingFile);
   add_trace_options(app, trace_options);
-  app.add_option("--policy", o->policies,
-                 "Comma-separated policy specs: NAME (" + policy_name_list() +
-                     "), static:N, NAME:key=value,...; "
-                     "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
-                     "'oracle-replay' its schedule through the simulator")
-      ->capture_default_str();
+  CLI::Option* policy_option =
+      app.add_option("--policy", o->policies,
+                     "Comma-separated policy specs: NAME (" + policy_name_list() +
+                         "), static:N, NAME:key=value,...; "
+                         "'oracle' is the clairvoyant lower bound (fluid model, see docs), "
+                         "'oracle-replay' its schedule through the simulator")
+          ->capture_default_str();
   app.add_option("--config", o->config_path,
                  "Config file: \"sim\", \"guards\", \"lag_slo\" and the params of the configured "
                  "policy")
@@ -181,8 +184,9 @@ CommandMain add_sim_command(CLI::App& app) {
   app.add_option("--threads", o->threads, "Policies simulated in parallel (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_fleet_options(app, fleet);
 
-  return [o, trace_options, overrides]() -> int {
+  return [o, trace_options, overrides, fleet, policy_option]() -> int {
     // load() checks "sim" and names the file in its errors; lag_slo is the top-level one.
     const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     sim::SimConfig sc = sim_config(cfg);
@@ -210,6 +214,30 @@ CommandMain add_sim_command(CLI::App& app) {
       specs.push_back(std::move(spec));
     }
     if (order.empty()) throw ConfigError("--policy", "no policy given");
+    const auto fleet_from_config = fleet_config(cfg);
+    if (fleet->active(fleet_from_config.has_value())) {
+      if (o->traces.size() > 1) throw ConfigError("--trace", "one trace only with --fleet");
+      if (specs.size() != order.size() && policy_option->count() > 0) {
+        throw ConfigError("--policy", "the oracle has no fleet version: leave it out with --fleet");
+      }
+      FleetSimCommand fc;
+      fc.trace_path = o->traces.front();
+      fc.specs = specs;
+      fc.guards = cfg.guards;
+      fc.config = sc;
+      fc.fleet = fleet->resolve(fleet_from_config, sc);
+      fc.json_out = o->json_out;
+      fc.csv_out = o->csv_out;
+      fc.html_out = o->html_out;
+      fc.threads = sim::hardware_threads(o->threads);
+      const sim::Trace trace =
+          load_scaled_trace(fc.trace_path, *trace_options, sc, cfg.guards, &fc.info);
+      if (!o->html_out.empty() && o->csv_out.empty() && sc.series_interval_seconds == 0) {
+        const double ticks = std::ceil(trace.duration() / sc.tick_seconds / 20000.0);
+        if (ticks > 1) fc.config.series_interval_seconds = ticks * sc.tick_seconds;
+      }
+      return run_fleet_sim(trace, fc);
+    }
     if (o->traces.size() > 1) {
       if (!o->csv_out.empty()) {
         throw ConfigError("--csv", "one trace only (the scoreboard has no time series)");

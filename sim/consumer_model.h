@@ -152,6 +152,8 @@ class ConsumerModel {
   ModelSample sample(double now);
 
   int pool_size() const { return pool_size_; }
+  // Productive workers without a message (a message arriving now starts at once on one).
+  int idle_workers() const { return static_cast<int>(idle_.size()); }
   int64_t arrived() const { return arrived_; }
   int64_t completed() const { return completed_; }  // whole chunks completed, in messages
   // Messages queued or in service, counted from the queue and the workers (not from the

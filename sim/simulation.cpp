@@ -456,6 +456,32 @@ RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig
                   spec.label.empty() ? spec.name : spec.label, guards, config);
 }
 
+// Fleet hooks (see simulation.h): the same generator and seeds as simulate().
+std::unique_ptr<TickArrivals> make_tick_arrivals(const Trace& trace, const SimConfig& config) {
+  check_trace(trace);
+  check_config(config);
+  class Adapter final : public TickArrivals {
+   public:
+    Adapter(const Trace& trace, const SimConfig& config)
+        : generator_(trace, config.seed, config.resolve_fidelity(trace) == "batch",
+                     config.batch_size) {}
+    void begin_window(double t0, double t1, double seconds_per_message, int pool) override {
+      generator_.begin_window(t0, t1, seconds_per_message, pool);
+    }
+    double next_time() const override { return generator_.next_time(); }
+    ArrivalChunk pop() override { return generator_.pop(); }
+    int64_t generated() const override { return generator_.generated(); }
+
+   private:
+    ArrivalGenerator generator_;
+  };
+  return std::make_unique<Adapter>(trace, config);
+}
+
+uint64_t model_service_seed(const SimConfig& config) {
+  return Rng::stream(config.seed, kServiceStream).next_u64();
+}
+
 std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<PolicySpec>& specs,
                                     const GuardConfig& guards, const SimConfig& config,
                                     int threads) {

@@ -132,6 +132,23 @@ struct RunResult {
   std::vector<Decision> decisions;  // the first SimConfig::max_decisions scale actions
 };
 
+// Hook for the fleet simulator (sim/fleet_simulation.h), so that a fleet of one instance sees
+// exactly simulate()'s arrivals and service times: the arrival generator simulate() uses, one
+// tick window [t0, t1) at a time (begin_window, then pop() while next_time() < t1), and the seed
+// of its consumer model's service-time stream. make_tick_arrivals() checks the trace and the
+// config as simulate() does (std::invalid_argument).
+class TickArrivals {
+ public:
+  virtual ~TickArrivals() = default;
+  // `seconds_per_message` (stretched service time) and `pool_size` lay out batches (batch only).
+  virtual void begin_window(double t0, double t1, double seconds_per_message, int pool_size) = 0;
+  virtual double next_time() const = 0;  // +infinity when the window is exhausted
+  virtual ArrivalChunk pop() = 0;
+  virtual int64_t generated() const = 0;  // messages popped so far
+};
+std::unique_ptr<TickArrivals> make_tick_arrivals(const Trace& trace, const SimConfig& config);
+uint64_t model_service_seed(const SimConfig& config);
+
 // Runs `trace` with an already built policy. Throws std::invalid_argument for an unusable trace
 // (no bins, bin_seconds <= 0, a negative or non-finite rate) or config, and std::logic_error if
 // conservation (arrived == processed + final_lag) fails (a bug, never expected).
