@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "policies/capacity_estimator.h"
 #include "policies/control_loop.h"
 #include "sim/consumer_model.h"
 #include "sim/replica_policy.h"
@@ -154,7 +155,7 @@ class Instance final : public Sampler, public Actuator {
   int64_t last_lag() const { return last_lag_; }
   int64_t received() const { return received_; }
   int64_t handed_over() const { return handed_over_; }
-  RecommendedReplicas& recommended() { return recommended_; }
+  CapacityEstimator& recommended() { return recommended_; }
   void set_partitions(std::vector<int> p) { partitions_ = std::move(p); }
   const std::vector<int>& partitions() const { return partitions_; }
   void set_paused(bool paused) { paused_ = paused; }
@@ -185,7 +186,7 @@ class Instance final : public Sampler, public Actuator {
   int64_t last_lag_ = 0;
   ModelSample last_;
   Observation last_obs_;
-  RecommendedReplicas recommended_;
+  CapacityEstimator recommended_;
 };
 
 }  // namespace lagpilot::sim::fleet_detail

@@ -414,11 +414,13 @@ FleetResult FleetRun::run() {
     int64_t signal = lag;
     if (fleet_.replica_policy == "keda-recommended") {
       signal = 1;  // max over the instances (the ScaledObject's query)
+      const CapacityEstimator::GroupDemand group{arrival_rate, lag, partitions_};
       for (Pod& p : pods_) {
         if (p.state != PodState::kMember) continue;
-        signal = std::max<int64_t>(signal, p.instance->recommended().update(
-                                               p.instance->last_observation(), lag, arrival_rate,
-                                               guards_.max_workers, partitions_));
+        signal = std::max<int64_t>(
+            signal, p.instance->recommended()
+                        .update(p.instance->last_observation(), guards_.max_workers, &group)
+                        .recommended_replicas);
       }
     }
     replica_obs_ = Observation{};

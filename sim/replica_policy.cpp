@@ -43,24 +43,4 @@ std::unique_ptr<Policy> make_replica_policy(const std::string& name, const nlohm
   throw ConfigError(path, "unknown replica policy \"" + name + "\" (one of " + list + ")");
 }
 
-int RecommendedReplicas::update(const Observation& o, int64_t group_lag, double group_arrival_rate,
-                                int max_workers, int partitions) {
-  if (std::isfinite(o.processed_rate) && std::isfinite(o.busy_workers) && o.processed_rate > 0 &&
-      o.busy_workers >= kMinBusyWorkers) {
-    per_worker_rate_ = o.processed_rate / o.busy_workers;
-    rate_measured_ = true;
-  }
-  auto non_negative = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
-  double needed = std::max(0, o.current_workers);
-  if (rate_measured_) {
-    const double demand = non_negative(group_arrival_rate) +
-                          non_negative(static_cast<double>(group_lag)) / catch_up_seconds_;
-    needed = std::min(demand / per_worker_rate_, 1e6);
-  }
-  const double ratio = needed / std::max(1, max_workers);
-  // A ratio within 1e-9 above an integer does not round up (floating-point noise).
-  const double replicas = std::ceil(ratio - 1e-9);
-  return static_cast<int>(std::clamp(replicas, 1.0, static_cast<double>(std::max(1, partitions))));
-}
-
 }  // namespace lagpilot::sim

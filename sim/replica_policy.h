@@ -16,14 +16,9 @@
 //   keda-lag          KEDA's own Kafka scaler on the group lag (KedaPolicy, lag_threshold 1000
 //                     unless given): with one worker per pod, the world without lagpilot.
 //
-// RecommendedReplicas is the estimate behind lagpilot_recommended_replicas, the same formula as
-// the live runtime's CapacityEstimator (controller/metrics/metrics.h; sim may not include
-// controller, so it is written again here, and the fleet test pins its numbers):
-//   per_worker_rate = processed_rate / busy_workers        (ticks with busy >= 0.05 and
-//                                                           processed > 0; else the last one)
-//   needed_workers  = (group arrival rate + group lag / catch_up_seconds) / per_worker_rate
-//   replicas        = clamp(ceil(needed_workers / max_workers), 1, partitions)
-// (before any rate is measured: needed_workers = the instance's pool size).
+// keda-recommended's signal comes from CapacityEstimator (policies/capacity_estimator.h), the
+// estimate behind the live runtime's lagpilot_recommended_replicas, fed each member's own
+// observation and the group's lag and arrival rate.
 //
 // Thread-safety: plain single-threaded objects, one per fleet run.
 
@@ -46,25 +41,5 @@ const std::vector<std::string>& replica_policy_names();
 // which holds `static_replicas`. Throws ConfigError naming `path`.
 std::unique_ptr<Policy> make_replica_policy(const std::string& name, const nlohmann::json& params,
                                             int static_replicas, const std::string& path);
-
-class RecommendedReplicas {
- public:
-  static constexpr double kMinBusyWorkers = 0.05;
-
-  explicit RecommendedReplicas(double catch_up_seconds) : catch_up_seconds_(catch_up_seconds) {}
-
-  // One instance's tick: `own` is its observation (processed rate, busy workers, pool size);
-  // the group's lag and arrival rate are what every instance measures alike.
-  int update(const Observation& own, int64_t group_lag, double group_arrival_rate, int max_workers,
-             int partitions);
-
-  bool rate_measured() const { return rate_measured_; }
-  double per_worker_rate() const { return per_worker_rate_; }
-
- private:
-  double catch_up_seconds_;
-  bool rate_measured_ = false;
-  double per_worker_rate_ = 0.0;
-};
 
 }  // namespace lagpilot::sim

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "policies/capacity_estimator.h"
 #include "policies/config_reader.h"
 #include "sim/fleet_report.h"
 #include "sim/replica_policy.h"
@@ -210,22 +211,26 @@ TEST(FleetPartitions, SkewLoadsTheFirstPartitionsOwner) {
 // --- The recommended replicas: the runtime's formula ------------------------------------
 
 TEST(RecommendedReplicas, TheRuntimesFormulaCappedAtPartitions) {
-  RecommendedReplicas rec(60);
+  CapacityEstimator rec(60);
+  auto update = [&](const Observation& o, int64_t lag, double rate, int max, int partitions) {
+    const CapacityEstimator::GroupDemand group{rate, lag, partitions};
+    return rec.update(o, max, &group).recommended_replicas;
+  };
   Observation o;
   o.current_workers = 6;
   // No rate measured yet: the pool size, in processes of max_workers.
-  EXPECT_EQ(rec.update(o, 60000, 2000, 4, 12), 2);
+  EXPECT_EQ(update(o, 60000, 2000, 4, 12), 2);
   o.processed_rate = 400;
   o.busy_workers = 4;  // 100 msg/s per busy worker
   // (2000 + 60000 / 60) / 100 = 30 workers: 4 processes of 8, 2 of 16, capped at 3 partitions.
-  EXPECT_EQ(rec.update(o, 60000, 2000, 8, 12), 4);
-  EXPECT_EQ(rec.update(o, 60000, 2000, 16, 12), 2);
-  EXPECT_EQ(rec.update(o, 60000, 2000, 8, 3), 3);
+  EXPECT_EQ(update(o, 60000, 2000, 8, 12), 4);
+  EXPECT_EQ(update(o, 60000, 2000, 16, 12), 2);
+  EXPECT_EQ(update(o, 60000, 2000, 8, 3), 3);
   // An idle tick keeps the measured rate; no load still means one process.
   o.processed_rate = 0;
   o.busy_workers = 0;
-  EXPECT_EQ(rec.update(o, 0, 0, 8, 12), 1);
-  EXPECT_DOUBLE_EQ(rec.per_worker_rate(), 100);
+  EXPECT_EQ(update(o, 0, 0, 8, 12), 1);
+  EXPECT_DOUBLE_EQ(rec.last().per_worker_rate, 100);
 }
 
 TEST(FleetReplicaPolicy, KedaRecommendedFollowsTheBurstUpAndDown) {
