@@ -1,19 +1,15 @@
 #include "sim/simulation.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <condition_variable>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "policies/config_reader.h"
 #include "policies/control_loop.h"
 #include "sim/lag_quantile.h"
 #include "sim/parallel_for.h"
+#include "sim/prefetched_stream.h"
 #include "sim/random.h"
 
 namespace lagpilot::sim {
@@ -179,156 +175,62 @@ class ArrivalGenerator {
   int64_t generated_ = 0;
 };
 
-// Algorithm: per-message fidelity's arrivals do not depend on anything the run does (the
-// windows are the ticks, one after the other, and a message's time comes from the count and
-// position streams alone), so a second thread can draw them ahead while the run simulates: it
-// runs an ArrivalGenerator over every tick window and writes each window's arrival times, then
-// +infinity as the window's end, into a ring of blocks; the run reads them back in order. The
-// times are the ones the generator would have handed out itself, bit for bit. Used when
-// simulate_all() has a thread to spare (fewer runs than threads): the logarithms and expm1 of the
-// positions are a quarter of an M/M/c run's time.
-class PrefetchedArrivals {
- public:
-  PrefetchedArrivals(const Trace& trace, uint64_t seed, int batch_size, int64_t ticks, double tick)
-      : producer_([this, &trace, seed, batch_size, ticks, tick] {
-          produce(trace, seed, batch_size, ticks, tick);
-        }) {}
-  PrefetchedArrivals(const PrefetchedArrivals&) = delete;
-  PrefetchedArrivals& operator=(const PrefetchedArrivals&) = delete;
-  ~PrefetchedArrivals() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    changed_.notify_all();
-    producer_.join();
-  }
-
-  // The next window's arrivals follow (the windows come in tick order, each exactly once):
-  // steps past the previous window's end marker (at first, past an empty block).
-  void begin_window() { advance(); }
-  double next_time() const { return *at_; }
-  ArrivalChunk pop() {
-    const ArrivalChunk c{*at_, *at_, 1};
-    ++generated_;
-    advance();
-    return c;
-  }
-  int64_t generated() const { return generated_; }
-
- private:
-  static constexpr std::size_t kBlock = 8192;  // values per block
-  static constexpr std::size_t kBlocks = 8;    // blocks in the ring (512 KB in all)
-
-  void advance() {
-    if (++at_ != end_) return;
-    std::unique_lock lock(mutex_);
-    if (have_block_) {  // hand the block back
-      ++consumed_;
-      changed_.notify_all();
-    }
-    changed_.wait(lock, [&] { return produced_ > consumed_ || failure_; });
-    if (produced_ == consumed_) std::rethrow_exception(failure_);
-    const std::size_t b = consumed_ % kBlocks;
-    have_block_ = true;
-    at_ = blocks_[b].data();
-    end_ = at_ + sizes_[b];
-  }
-
-  void produce(const Trace& trace, uint64_t seed, int batch_size, int64_t ticks, double tick) {
-    try {
-      ArrivalGenerator generator(trace, seed, /*batch=*/false, batch_size);
-      std::size_t filled = 0;
-      double* block = nullptr;
-      auto emit = [&](double t) {
-        if (block == nullptr) {
-          std::unique_lock lock(mutex_);
-          changed_.wait(lock, [&] { return stop_ || produced_ - consumed_ < kBlocks; });
-          if (stop_) return false;
-          block = blocks_[produced_ % kBlocks].data();
-          filled = 0;
-        }
-        block[filled++] = t;
-        if (filled == kBlock) publish(filled, block);
-        return true;
-      };
-      for (int64_t i = 1; i <= ticks; ++i) {
-        generator.begin_window(static_cast<double>(i - 1) * tick, static_cast<double>(i) * tick,
-                               0.0, 0);
-        for (;;) {
-          const double t = generator.next_time();
-          if (!emit(t)) return;
-          if (t == kInf) break;
-          generator.pop();
-        }
+// Per-message fidelity's arrivals do not depend on anything the run does (the windows are the
+// ticks, one after the other, and a message's time comes from the count and position streams
+// alone), so a spare core can draw them ahead (PrefetchedStream): a producer runs the same
+// ArrivalGenerator over every tick window and emits each window's arrival times, then +infinity
+// as the window's end. The times are the ones the generator would have handed out in the run,
+// bit for bit.
+PrefetchedStream::Producer arrival_producer(const Trace& trace, uint64_t seed, int batch_size,
+                                            int64_t ticks, double tick) {
+  return [&trace, seed, batch_size, ticks, tick](const PrefetchedStream::Emit& emit) {
+    ArrivalGenerator generator(trace, seed, /*batch=*/false, batch_size);
+    for (int64_t i = 1; i <= ticks; ++i) {
+      generator.begin_window(static_cast<double>(i - 1) * tick, static_cast<double>(i) * tick, 0.0,
+                             0);
+      for (;;) {
+        const double t = generator.next_time();
+        if (!emit(t)) return;
+        if (t == kInf) break;
+        generator.pop();
       }
-      if (block != nullptr) publish(filled, block);
-    } catch (...) {
-      std::lock_guard lock(mutex_);
-      failure_ = std::current_exception();
-      changed_.notify_all();
     }
-  }
+  };
+}
 
-  void publish(std::size_t filled, double*& block) {
-    std::lock_guard lock(mutex_);
-    sizes_[produced_ % kBlocks] = filled;
-    ++produced_;
-    block = nullptr;
-    changed_.notify_all();
-  }
-
-  // The run's side (only its thread touches these).
-  const double* at_ = &kEmpty;
-  const double* end_ = &kEmpty + 1;  // so that the first advance() fetches the first block
-  bool have_block_ = false;
-  int64_t generated_ = 0;
-  static constexpr double kEmpty = kInf;
-
-  // Shared: mutex_ guards the counters, stop_ and failure_; a block belongs to the producer
-  // from the moment it is free (index >= consumed_) until it is published, then to the run.
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t produced_ = 0;
-  std::size_t consumed_ = 0;
-  bool stop_ = false;
-  std::exception_ptr failure_;
-  std::array<std::vector<double>, kBlocks> blocks_{
-      std::vector<double>(kBlock), std::vector<double>(kBlock), std::vector<double>(kBlock),
-      std::vector<double>(kBlock), std::vector<double>(kBlock), std::vector<double>(kBlock),
-      std::vector<double>(kBlock), std::vector<double>(kBlock)};
-  std::array<std::size_t, kBlocks> sizes_{};
-  std::thread producer_;  // last: starts once everything above is constructed
-};
-
-// The run's arrivals: drawn in place, or read from a PrefetchedArrivals (per-message fidelity).
+// The run's arrivals: drawn in place, or read from a PrefetchedStream (per-message fidelity).
 class Arrivals {
  public:
   Arrivals(const Trace& trace, uint64_t seed, bool batch, int batch_size, bool prefetch,
            int64_t ticks, double tick)
       : generator_(trace, seed, batch, batch_size) {
     if (prefetch && !batch) {
-      prefetched_ = std::make_unique<PrefetchedArrivals>(trace, seed, batch_size, ticks, tick);
+      prefetched_ = std::make_unique<PrefetchedStream>(
+          arrival_producer(trace, seed, batch_size, ticks, tick));
     }
   }
   void begin_window(double t0, double t1, double seconds_per_message, int pool_size) {
     if (prefetched_) {
-      prefetched_->begin_window();
+      next_ = prefetched_->next();  // the window's first time, or its end (+infinity)
     } else {
       generator_.begin_window(t0, t1, seconds_per_message, pool_size);
     }
   }
-  double next_time() const {
-    return prefetched_ ? prefetched_->next_time() : generator_.next_time();
+  double next_time() const { return prefetched_ ? next_ : generator_.next_time(); }
+  ArrivalChunk pop() {
+    if (!prefetched_) return generator_.pop();
+    const ArrivalChunk c{next_, next_, 1};
+    ++generated_;
+    next_ = prefetched_->next();
+    return c;
   }
-  ArrivalChunk pop() { return prefetched_ ? prefetched_->pop() : generator_.pop(); }
-  int64_t generated() const {
-    return prefetched_ ? prefetched_->generated() : generator_.generated();
-  }
+  int64_t generated() const { return prefetched_ ? generated_ : generator_.generated(); }
 
  private:
   ArrivalGenerator generator_;
-  std::unique_ptr<PrefetchedArrivals> prefetched_;
+  std::unique_ptr<PrefetchedStream> prefetched_;
+  double next_ = kInf;
+  int64_t generated_ = 0;
 };
 
 // The Sampler and Actuator the ControlLoop sees: the model, observed like a real consumer.
@@ -476,8 +378,8 @@ std::string SimConfig::resolve_fidelity(const Trace& trace) const {
 
 namespace {
 
-// simulate(), with the arrivals drawn ahead on a second thread when `prefetch` (and the fidelity
-// is per message): the same result either way.
+// simulate(), with the arrivals and the service times drawn ahead on two more threads when
+// `prefetch` (and the fidelity is per message): the same result either way.
 RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
                        const GuardConfig& guards, const SimConfig& config, bool prefetch) {
   check_trace(trace);
@@ -498,6 +400,7 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
 
   ConsumerModel model(config.model, config.initial_workers,
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
+  if (prefetch) model.prefetch_service_times();
   Arrivals arrivals(trace, config.seed, batch, config.batch_size, prefetch, ticks, tick);
   SimulatedConsumer consumer(model, config.partitions);
   ControlLoop controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/0);
@@ -631,7 +534,8 @@ std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<Policy
   policies.reserve(specs.size());
   for (const PolicySpec& spec : specs) policies.push_back(make_policy(spec.name, spec.params));
   std::vector<RunResult> results(specs.size());
-  // A thread left over once every run has one draws a run's per-message arrivals ahead.
+  // Threads left over once every run has one draw a run's per-message arrivals and service
+  // times ahead (two helper threads: the two streams cost about the same as the queue itself).
   const bool prefetch = static_cast<std::size_t>(std::max(1, threads)) > specs.size();
   auto run = [&](std::size_t i) {
     results[i] = simulate_run(trace, std::move(policies[i]),
