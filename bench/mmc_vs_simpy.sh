@@ -5,8 +5,11 @@
 #   arrival rate 12/s, service rate 1/s (exponential), 16 servers, ~2,000,000 customers,
 #   message fidelity, static 16 workers, no USL, no warm-up
 #
-# Prints each run's wall time and peak RSS, the medians, the ratio SimPy / lagpilot (goal >= 100)
-# and both mean waits next to Erlang C's (goal: lagpilot within 1 %).
+# Prints each run's wall time, CPU time (user + system) and peak RSS, the medians, the ratio
+# SimPy / lagpilot of the wall times (goal >= 100) and of the CPU times, and both mean waits next
+# to Erlang C's (goal: lagpilot within 1 %). On a shared machine the wall ratio moves with the
+# load (a run of a few seconds and one of minutes do not see the same load); the CPU ratio does
+# not, and it is the conservative figure (lagpilot's helper threads add CPU, not wall time).
 #
 #   bench/mmc_vs_simpy.sh                        # build/release/cli/lagpilot, 5 + 3 runs
 #   LAGPILOT=/tmp/lagpilot-baseline RUNS=9 SIMPY_RUNS=1 bench/mmc_vs_simpy.sh
@@ -46,34 +49,34 @@ cat >"$work/mmc.json" <<'JSON'
 }
 JSON
 
-# Runs "$@" under /usr/bin/time; prints "wall_seconds max_rss_kb".
+# Runs "$@" under /usr/bin/time; prints "wall_seconds max_rss_kb cpu_seconds".
 measure() {
-  /usr/bin/time -f '%e %M' -o "$work/time" "$@" >"$work/out" 2>"$work/err" ||
+  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" >"$work/out" 2>"$work/err" ||
     { cat "$work/err" >&2; exit 1; }
-  cat "$work/time"
+  awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }' "$work/time"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-lp_times=() sp_times=() base_times=()
+lp_times=() sp_times=() base_times=() lp_cpu=() sp_cpu=() base_cpu=()
 lp_rss=0 sp_rss=0 base_rss=0
 lagpilot_run() {
-  read -r t rss < <(measure "$BIN" sim --trace "$work/mmc.csv" --config "$work/mmc.json" \
+  read -r t rss c < <(measure "$BIN" sim --trace "$work/mmc.csv" --config "$work/mmc.json" \
     --policy static:16 --fidelity message --json "$work/mmc-out.json")
-  lp_times+=("$t"); (( rss > lp_rss )) && lp_rss=$rss
-  printf '  lagpilot run %d: %6.3f s wall, %7d KB max RSS\n' "${#lp_times[@]}" "$t" "$rss"
+  lp_times+=("$t"); lp_cpu+=("$c"); (( rss > lp_rss )) && lp_rss=$rss
+  printf '  lagpilot run %d: %6.3f s wall, %6.2f s CPU, %7d KB max RSS\n' "${#lp_times[@]}" "$t" "$c" "$rss"
   if [[ -n $BASELINE ]]; then
-    read -r t rss < <(measure "$BASELINE" sim --trace "$work/mmc.csv" --config "$work/mmc.json" \
+    read -r t rss c < <(measure "$BASELINE" sim --trace "$work/mmc.csv" --config "$work/mmc.json" \
       --policy static:16 --fidelity message --json "$work/base-out.json")
-    base_times+=("$t"); (( rss > base_rss )) && base_rss=$rss
-    printf '  baseline run %d: %6.3f s wall, %7d KB max RSS\n' "${#base_times[@]}" "$t" "$rss"
+    base_times+=("$t"); base_cpu+=("$c"); (( rss > base_rss )) && base_rss=$rss
+    printf '  baseline run %d: %6.3f s wall, %6.2f s CPU, %7d KB max RSS\n' "${#base_times[@]}" "$t" "$c" "$rss"
   fi
 }
 simpy_run() {
-  read -r t rss < <(measure /usr/bin/python3 "$here/mmc_simpy.py" "$CUSTOMERS" 12 1 16 1)
-  sp_times+=("$t"); (( rss > sp_rss )) && sp_rss=$rss
+  read -r t rss c < <(measure /usr/bin/python3 "$here/mmc_simpy.py" "$CUSTOMERS" 12 1 16 1)
+  sp_times+=("$t"); sp_cpu+=("$c"); (( rss > sp_rss )) && sp_rss=$rss
   cp "$work/out" "$work/simpy-out"
-  printf '  simpy    run %d: %6.3f s wall, %7d KB max RSS\n' "${#sp_times[@]}" "$t" "$rss"
+  printf '  simpy    run %d: %6.3f s wall, %6.2f s CPU, %7d KB max RSS\n' "${#sp_times[@]}" "$t" "$c" "$rss"
 }
 
 echo "M/M/c: lambda 12/s, mu 1/s, c 16, ~$CUSTOMERS customers ($BIN)"
@@ -85,11 +88,14 @@ done
 
 if [[ -n $BASELINE ]]; then
   base=$(printf '%s\n' "${base_times[@]}" | median)
+  base_c=$(printf '%s\n' "${base_cpu[@]}" | median)
   cmp -s "$work/mmc-out.json" "$work/base-out.json" && same="byte-identical" || same="DIFFERENT"
-  echo "baseline median wall: $base s (max RSS $((base_rss / 1024)) MB); KPI JSON of the two: $same"
+  echo "baseline median wall: $base s, CPU $base_c s (max RSS $((base_rss / 1024)) MB); KPI JSON of the two: $same"
 fi
 lp=$(printf '%s\n' "${lp_times[@]}" | median)
 sp=$(printf '%s\n' "${sp_times[@]}" | median)
+lp_c=$(printf '%s\n' "${lp_cpu[@]}" | median)
+sp_c=$(printf '%s\n' "${sp_cpu[@]}" | median)
 lp_wait=$(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); k=r["runs"][0]["kpis"]; print(k["mean_wait_seconds"], k["arrived"])' "$work/mmc-out.json")
 sp_wait=$(awk '{ print $5, $3 }' "$work/simpy-out")
 erlang=$(/usr/bin/python3 - <<'PY'
@@ -103,15 +109,17 @@ tail = term / (1 - a / c)
 print(tail / (total + tail) / (c * mu - lam))
 PY
 )
-/usr/bin/python3 - "$lp" "$sp" "$lp_rss" "$sp_rss" "$erlang" $lp_wait $sp_wait <<'PY'
+/usr/bin/python3 - "$lp" "$sp" "$lp_rss" "$sp_rss" "$erlang" $lp_wait $sp_wait "$lp_c" "$sp_c" <<'PY'
 import sys
-lp, sp, lp_rss, sp_rss, erlang, lp_wait, lp_n, sp_wait, sp_n = sys.argv[1:]
-lp, sp, erlang, lp_wait, sp_wait = map(float, (lp, sp, erlang, lp_wait, sp_wait))
+lp, sp, lp_rss, sp_rss, erlang, lp_wait, lp_n, sp_wait, sp_n, lp_c, sp_c = sys.argv[1:]
+lp, sp, erlang, lp_wait, sp_wait, lp_c, sp_c = map(float, (lp, sp, erlang, lp_wait, sp_wait, lp_c, sp_c))
 ratio = sp / lp if lp > 0 else float("inf")
+cpu_ratio = sp_c / lp_c if lp_c > 0 else float("inf")
 err = abs(lp_wait / erlang - 1) * 100
 print(f"median wall: lagpilot {lp:.3f} s (max RSS {int(lp_rss) / 1024:.1f} MB), "
       f"simpy {sp:.3f} s (max RSS {int(sp_rss) / 1024:.1f} MB)")
-print(f"ratio simpy / lagpilot: {ratio:.1f}x (goal >= 100x: {'met' if ratio >= 100 else 'NOT met'})")
+print(f"ratio simpy / lagpilot: {ratio:.1f}x wall (goal >= 100x: {'met' if ratio >= 100 else 'NOT met'}), "
+      f"{cpu_ratio:.1f}x CPU (median CPU: lagpilot {lp_c:.2f} s, simpy {sp_c:.2f} s)")
 print(f"mean wait: lagpilot {lp_wait:.5f} s ({lp_n} customers), simpy {sp_wait:.5f} s "
       f"({sp_n} customers), Erlang C {erlang:.5f} s; lagpilot off by {err:.2f} % "
       f"(goal <= 1 %: {'met' if err <= 1 else 'NOT met'})")

@@ -24,8 +24,8 @@ Proposal StaticPolicy::decide(const Observation& obs) {
   const int hi = std::max(obs.min_workers, obs.max_workers);
   const int workers = std::clamp(params_.workers, obs.min_workers, hi);
   if (!obs.explain) return {workers, {}};
+  // "hold N workers" fits the string's inline buffer for N < 100: no allocation per tick.
   std::string reason;
-  reason.reserve(32);  // one allocation in the common case
   reason += "hold ";
   reason += std::to_string(params_.workers);
   reason += " workers";

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "policies/config_reader.h"
+#include "sim/prefetched_stream.h"
 
 namespace lagpilot::sim {
 namespace {
@@ -204,6 +205,23 @@ ConsumerModel::ConsumerModel(const ConsumerModelConfig& config, int initial_work
   }
 }
 
+ConsumerModel::~ConsumerModel() = default;
+
+void ConsumerModel::prefetch_service_times() {
+  if (batch_fidelity_ || distribution_ == kDeterministic || service_times_) return;
+  // The producer draws from a copy of the stream as it stands (nothing drawn yet), exactly as
+  // draw_work(1) would.
+  service_times_ = std::make_unique<PrefetchedStream>(
+      [rng = rng_, exponential = distribution_ == kExponential, mean = config_.service_mean_seconds,
+       log_mu = log_mu_, log_sigma = log_sigma_](const PrefetchedStream::Emit& emit) mutable {
+        for (;;) {
+          const double w =
+              exponential ? mean * rng.exponential() : std::exp(log_mu + log_sigma * rng.normal());
+          if (!emit(w)) return;
+        }
+      });
+}
+
 double ConsumerModel::stretch_of(int busy) {
   if (busy >= static_cast<int>(stretch_table_.size())) {
     for (int n = static_cast<int>(stretch_table_.size()); n <= busy; ++n) {
@@ -225,6 +243,7 @@ double ConsumerModel::stretch_at(double busy) const {
 }
 
 double ConsumerModel::draw_work(int64_t count) {
+  if (service_times_) return service_times_->next();  // per message: count is 1
   if (count == 1) {
     switch (distribution_) {
       case kExponential:

@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -53,6 +54,8 @@
 #include "sim/window_histogram.h"
 
 namespace lagpilot::sim {
+
+class PrefetchedStream;
 
 struct ConsumerModelConfig {
   // Mean service time of one message on an idle consumer, seconds (> 0).
@@ -137,6 +140,13 @@ class ConsumerModel {
   // false: chunks must then hold one message each). Initial workers are productive at once.
   ConsumerModel(const ConsumerModelConfig& config, int initial_workers, uint64_t service_seed,
                 bool batch_fidelity);
+  ~ConsumerModel();
+
+  // Per-message fidelity: draw the service times ahead on a second thread (PrefetchedStream).
+  // They do not depend on the queue (the n-th message to start gets the stream's n-th draw), so
+  // the run is the same, bit for bit. Call before the first arrival; does nothing in batch
+  // fidelity or for deterministic service times (nothing to draw).
+  void prefetch_service_times();
 
   // Time of the model's next own event (completion or end of warm-up); +infinity if none.
   double next_event_time() const {
@@ -222,6 +232,7 @@ class ConsumerModel {
   ConsumerModelConfig config_;
   bool batch_fidelity_;
   Rng rng_;
+  std::unique_ptr<PrefetchedStream> service_times_;  // prefetch_service_times(): draw_work(1)
   // Per-distribution constants.
   int distribution_ = 0;  // 0 lognormal, 1 exponential, 2 deterministic
   double log_mu_ = 0.0, log_sigma_ = 0.0;

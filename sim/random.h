@@ -96,7 +96,11 @@ class Rng {
   int64_t poisson(double mean) {
     if (!(mean > 0.0)) return 0;
     if (mean < 10.0) {
-      const double limit = std::exp(-mean);
+      if (mean != small_mean_) {  // a trace bin keeps its rate: exp once per bin
+        small_mean_ = mean;
+        small_limit_ = std::exp(-mean);
+      }
+      const double limit = small_limit_;
       double product = uniform_pos();
       int64_t k = 0;
       while (product > limit) {
@@ -173,6 +177,8 @@ class Rng {
   double spare_ = 0.0;
   bool has_spare_ = false;
   PtrsConstants ptrs_;
+  double small_mean_ = -1.0;  // the multiplication method's last mean and its exp(-mean)
+  double small_limit_ = 0.0;
 };
 
 }  // namespace lagpilot::sim

@@ -9,6 +9,7 @@
 #include "policies/control_loop.h"
 #include "sim/lag_quantile.h"
 #include "sim/parallel_for.h"
+#include "sim/prefetched_stream.h"
 #include "sim/random.h"
 
 namespace lagpilot::sim {
@@ -174,6 +175,64 @@ class ArrivalGenerator {
   int64_t generated_ = 0;
 };
 
+// Per-message fidelity's arrivals do not depend on anything the run does (the windows are the
+// ticks, one after the other, and a message's time comes from the count and position streams
+// alone), so a spare core can draw them ahead (PrefetchedStream): a producer runs the same
+// ArrivalGenerator over every tick window and emits each window's arrival times, then +infinity
+// as the window's end. The times are the ones the generator would have handed out in the run,
+// bit for bit.
+PrefetchedStream::Producer arrival_producer(const Trace& trace, uint64_t seed, int batch_size,
+                                            int64_t ticks, double tick) {
+  return [&trace, seed, batch_size, ticks, tick](const PrefetchedStream::Emit& emit) {
+    ArrivalGenerator generator(trace, seed, /*batch=*/false, batch_size);
+    for (int64_t i = 1; i <= ticks; ++i) {
+      generator.begin_window(static_cast<double>(i - 1) * tick, static_cast<double>(i) * tick, 0.0,
+                             0);
+      for (;;) {
+        const double t = generator.next_time();
+        if (!emit(t)) return;
+        if (t == kInf) break;
+        generator.pop();
+      }
+    }
+  };
+}
+
+// The run's arrivals: drawn in place, or read from a PrefetchedStream (per-message fidelity).
+class Arrivals {
+ public:
+  Arrivals(const Trace& trace, uint64_t seed, bool batch, int batch_size, bool prefetch,
+           int64_t ticks, double tick)
+      : generator_(trace, seed, batch, batch_size) {
+    if (prefetch && !batch) {
+      prefetched_ = std::make_unique<PrefetchedStream>(
+          arrival_producer(trace, seed, batch_size, ticks, tick));
+    }
+  }
+  void begin_window(double t0, double t1, double seconds_per_message, int pool_size) {
+    if (prefetched_) {
+      next_ = prefetched_->next();  // the window's first time, or its end (+infinity)
+    } else {
+      generator_.begin_window(t0, t1, seconds_per_message, pool_size);
+    }
+  }
+  double next_time() const { return prefetched_ ? next_ : generator_.next_time(); }
+  ArrivalChunk pop() {
+    if (!prefetched_) return generator_.pop();
+    const ArrivalChunk c{next_, next_, 1};
+    ++generated_;
+    next_ = prefetched_->next();
+    return c;
+  }
+  int64_t generated() const { return prefetched_ ? generated_ : generator_.generated(); }
+
+ private:
+  ArrivalGenerator generator_;
+  std::unique_ptr<PrefetchedStream> prefetched_;
+  double next_ = kInf;
+  int64_t generated_ = 0;
+};
+
 // The Sampler and Actuator the ControlLoop sees: the model, observed like a real consumer.
 class SimulatedConsumer final : public Sampler, public Actuator {
  public:
@@ -317,8 +376,12 @@ std::string SimConfig::resolve_fidelity(const Trace& trace) const {
 // ---------------------------------------------------------------------------------------------
 // simulate
 
-RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
-                   const GuardConfig& guards, const SimConfig& config) {
+namespace {
+
+// simulate(), with the arrivals and the service times drawn ahead on two more threads when
+// `prefetch` (and the fidelity is per message): the same result either way.
+RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
+                       const GuardConfig& guards, const SimConfig& config, bool prefetch) {
   check_trace(trace);
   check_config(config);
   if (!policy) throw std::invalid_argument("simulate: no policy");
@@ -337,7 +400,8 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
 
   ConsumerModel model(config.model, config.initial_workers,
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
-  ArrivalGenerator arrivals(trace, config.seed, batch, config.batch_size);
+  if (prefetch) model.prefetch_service_times();
+  Arrivals arrivals(trace, config.seed, batch, config.batch_size, prefetch, ticks, tick);
   SimulatedConsumer consumer(model, config.partitions);
   ControlLoop controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/0);
 
@@ -450,6 +514,13 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
   return result;
 }
 
+}  // namespace
+
+RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
+                   const GuardConfig& guards, const SimConfig& config) {
+  return simulate_run(trace, std::move(policy), label, guards, config, /*prefetch=*/false);
+}
+
 RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig& guards,
                    const SimConfig& config) {
   return simulate(trace, make_policy(spec.name, spec.params),
@@ -489,9 +560,13 @@ std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<Policy
   policies.reserve(specs.size());
   for (const PolicySpec& spec : specs) policies.push_back(make_policy(spec.name, spec.params));
   std::vector<RunResult> results(specs.size());
+  // Threads left over once every run has one draw a run's per-message arrivals and service
+  // times ahead (two helper threads: the two streams cost about the same as the queue itself).
+  const bool prefetch = static_cast<std::size_t>(std::max(1, threads)) > specs.size();
   auto run = [&](std::size_t i) {
-    results[i] = simulate(trace, std::move(policies[i]),
-                          specs[i].label.empty() ? specs[i].name : specs[i].label, guards, config);
+    results[i] = simulate_run(trace, std::move(policies[i]),
+                              specs[i].label.empty() ? specs[i].name : specs[i].label, guards,
+                              config, prefetch);
   };
   parallel_for(specs.size(), std::max(1, threads), run);
   return results;

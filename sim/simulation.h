@@ -162,7 +162,9 @@ RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig
 
 // Runs every spec (in `threads` threads, each run independent; <= 1: one after the other) and
 // returns the results in the order of `specs`. Results do not depend on `threads`. Policies are
-// all built (and their parameters checked) before anything runs.
+// all built (and their parameters checked) before anything runs. With more threads than specs,
+// each per-message run draws its arrival times and service times ahead on two helper threads
+// (sim/prefetched_stream.h): the same values it would draw itself, so the same results.
 std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<PolicySpec>& specs,
                                     const GuardConfig& guards, const SimConfig& config,
                                     int threads = 1);

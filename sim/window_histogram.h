@@ -73,11 +73,10 @@ class WindowHistogram {
       }
       value = first[i];
     }
-    // The representative of the value's bucket, exactly as the histogram reports it.
-    probe_.add(value);
-    const double v = probe_.quantile(0.5);
-    probe_.clear();
-    return v;
+    // The representative of the value's bucket, exactly as the histogram reports it (a
+    // histogram holding only that value reports its bucket's midpoint).
+    using Buckets = LogHistogram::Buckets;
+    return Buckets::midpoint(Buckets::index(value));
   }
 
   void clear() {
@@ -136,7 +135,6 @@ class WindowHistogram {
   bool unit_weights_ = true;  // every weight is 1: the k-th largest value is the answer
   bool dense_ = false;
   LogHistogram histogram_;
-  LogHistogram probe_;
 };
 
 }  // namespace lagpilot::sim

@@ -117,6 +117,34 @@ TEST(Determinism, ThreadsDoNotChangeResults) {
   EXPECT_EQ(a.str(), b.str());
 }
 
+TEST(Determinism, PrefetchedArrivalsAndServiceTimesDoNotChangeResults) {
+  // One run on two threads draws its per-message arrivals and service times on helper threads
+  // ahead of the run (blocks of 8192 values, so this trace spans many of them); simulate() draws
+  // them in place.
+  const Trace trace = burst_trace(200.0, 1400.0, 100.0, 60.0);
+  for (const std::string policy : {"pid", "static:8", "exponential", "deterministic"}) {
+    SimConfig config;
+    config.fidelity = "message";
+    config.record_series = true;
+    if (policy == "exponential" || policy == "deterministic") {
+      config.model.service_distribution = policy;
+      config.model.service_cv = policy == "exponential" ? 1.0 : 0.0;
+    }
+    const std::vector<PolicySpec> specs{
+        parse_policy_spec(policy == "exponential" || policy == "deterministic" ? "pid" : policy)};
+    const auto ahead = simulate_all(trace, specs, GuardConfig{}, config, 2);
+    const std::vector<RunResult> in_place{simulate(trace, specs[0], GuardConfig{}, config)};
+    ASSERT_GT(in_place[0].kpis.arrived, 100'000) << policy;
+    EXPECT_EQ(to_json(ahead, config, TraceInfo::of(trace)),
+              to_json(in_place, config, TraceInfo::of(trace)))
+        << policy;
+    std::ostringstream a, b;
+    write_series_csv(a, ahead);
+    write_series_csv(b, in_place);
+    EXPECT_EQ(a.str(), b.str()) << policy;
+  }
+}
+
 TEST(Observation, WhatThePolicySees) {
   for (const std::string fidelity : {"message", "batch"}) {
     SimConfig config;

@@ -1,0 +1,73 @@
+#include "sim/prefetched_stream.h"
+
+#include <stdexcept>
+
+namespace lagpilot::sim {
+
+PrefetchedStream::PrefetchedStream(Producer producer) {
+  for (std::vector<double>& b : blocks_) b.resize(kBlock);
+  producer_ = std::thread([this, p = std::move(producer)] { produce(p); });
+}
+
+PrefetchedStream::~PrefetchedStream() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  producer_.join();
+}
+
+void PrefetchedStream::fetch() {
+  std::unique_lock lock(mutex_);
+  if (have_block_) {
+    ++consumed_;
+    have_block_ = false;
+    changed_.notify_all();
+  }
+  changed_.wait(lock, [&] { return produced_ > consumed_ || finished_; });
+  if (produced_ == consumed_) {
+    if (failure_) std::rethrow_exception(failure_);
+    throw std::logic_error("PrefetchedStream: read past the last value");
+  }
+  const std::size_t b = consumed_ % kBlocks;
+  have_block_ = true;
+  at_ = blocks_[b].data();
+  end_ = at_ + sizes_[b];
+}
+
+void PrefetchedStream::produce(const Producer& producer) {
+  double* block = nullptr;
+  std::size_t filled = 0;
+  auto publish = [&] {
+    std::lock_guard lock(mutex_);
+    sizes_[produced_ % kBlocks] = filled;
+    ++produced_;
+    block = nullptr;
+    changed_.notify_all();
+  };
+  const Emit emit = [&](double v) {
+    if (block == nullptr) {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stop_ || produced_ - consumed_ < kBlocks; });
+      if (stop_) return false;
+      block = blocks_[produced_ % kBlocks].data();
+      filled = 0;
+    }
+    block[filled++] = v;
+    if (filled == kBlock) publish();
+    return true;
+  };
+  try {
+    producer(emit);
+    if (block != nullptr && filled > 0) publish();
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    failure_ = std::current_exception();
+  }
+  std::lock_guard lock(mutex_);
+  finished_ = true;
+  changed_.notify_all();
+}
+
+}  // namespace lagpilot::sim
