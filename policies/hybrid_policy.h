@@ -32,6 +32,13 @@ struct HybridParams {
   // could shed, summed over the time since the pool last changed, reach this. One surplus worker
   // waits this many seconds, four wait a quarter of it; a short dip pays only part of it.
   double scale_down_cost = 240.0;
+  // The price of a scale-down that follows a scale-down (the load still falling: no reversal),
+  // in worker-seconds, >= 0.
+  double repeat_scale_down_cost = 240.0;
+  // Right after a scale-down (the pool's last change was down), a scale-up on the level needs
+  // the level plus the backlog term above (1 + reversal_margin) x capacity, >= 0: the noise that
+  // a scale-down sized at scale_down_utilization leaves near the capacity is no rise.
+  double reversal_margin = 0.0;
   // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
   // still draining is no surplus.
   double scale_down_lag_fraction = 0.5;
@@ -86,6 +93,12 @@ struct HybridParams {
 //
 // Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)].
 //
+// Overrides: while Observation::pinned (an operator pins the pool) and at the first tick after
+// the pin, "current" above is the policy's own last proposal, not the pinned pool: it keeps
+// planning for its own size (the rates and the curve still learn from the real pool), pays no
+// scale-down price for a size it did not choose, and the pool returns to its size when the pin
+// ends (the guards' stabilization window holds the policy's proposals, not the pin).
+//
 // Why it stays calm: the pool changes only when the load leaves the band [scale_down_utilization
 // x X(n), X(n)] and, downward, only after the surplus has paid for the action. Under a constant
 // load with Poisson noise (relative noise of the 10 s average about 1.5 % at 500 msg/s) the band
@@ -114,6 +127,9 @@ class HybridPolicy : public Policy {
   double surplus_ = 0.0;  // worker-seconds, see the class comment
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;
+  bool last_change_up_ = true;  // the direction of the pool's last change
+  int own_ = 0;                 // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;     // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;
