@@ -52,7 +52,6 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("catch_up_seconds", p.catch_up_seconds, 0.0, 86400.0 * 365);
   require_positive(r, "catch_up_seconds", p.catch_up_seconds);
   r.read("scale_down_cost", p.scale_down_cost, 0.0, 1e12);
-  r.read("repeat_scale_down_cost", p.repeat_scale_down_cost, 0.0, 1e12);
   r.read("reversal_margin", p.reversal_margin, 0.0, 10.0);
   r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
   r.read("burst_margin", p.burst_margin, 0.0, 10.0);
@@ -79,7 +78,6 @@ nlohmann::json HybridParams::to_json() const {
           {"lag_allowance", lag_allowance},
           {"catch_up_seconds", catch_up_seconds},
           {"scale_down_cost", scale_down_cost},
-          {"repeat_scale_down_cost", repeat_scale_down_cost},
           {"reversal_margin", reversal_margin},
           {"scale_down_lag_fraction", scale_down_lag_fraction},
           {"burst_margin", burst_margin},
@@ -186,10 +184,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
     // reaches it (the guards' stabilization window passes only a lasting recommendation, and a
     // target that followed the falling rate tick by tick would come out as many small steps).
-    // A scale-down right after a scale-up reverses it and pays scale_down_cost; one that
-    // continues a fall pays repeat_scale_down_cost.
-    const double price = last_change_up_ ? params_.scale_down_cost : params_.repeat_scale_down_cost;
-    if (pending_down_ == 0 && down_target_ < current && surplus_ >= price) {
+    if (pending_down_ == 0 && down_target_ < current && surplus_ >= params_.scale_down_cost) {
       pending_down_ = down_target_;
     }
     if (pending_down_ > 0) target = pending_down_;
@@ -200,7 +195,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
       } else if (down_target_ < current) {
         why += draining ? ": hold (lag " + std::to_string(obs.total_lag) + " still draining)"
-                        : ": hold (" + fixed(surplus_, 0) + " of " + num(price) +
+                        : ": hold (" + fixed(surplus_, 0) + " of " + num(params_.scale_down_cost) +
                               " surplus worker-s toward " + std::to_string(down_target_) + ")";
       } else {
         why += ": hold";

@@ -32,13 +32,11 @@ struct HybridParams {
   // could shed, summed over the time since the pool last changed, reach this. One surplus worker
   // waits this many seconds, four wait a quarter of it; a short dip pays only part of it.
   double scale_down_cost = 240.0;
-  // The price of a scale-down that follows a scale-down (the load still falling: no reversal),
-  // in worker-seconds, >= 0.
-  double repeat_scale_down_cost = 240.0;
   // Right after a scale-down (the pool's last change was down), a scale-up on the level needs
   // the level plus the backlog term above (1 + reversal_margin) x capacity, >= 0: the noise that
-  // a scale-down sized at scale_down_utilization leaves near the capacity is no rise.
-  double reversal_margin = 0.0;
+  // a scale-down sized at scale_down_utilization leaves near the capacity is no rise (a real one
+  // shows as lag, in the backlog term, or as a burst).
+  double reversal_margin = 0.1;
   // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
   // still draining is no surplus.
   double scale_down_lag_fraction = 0.5;
@@ -69,6 +67,7 @@ struct HybridParams {
 // Scale up (feedforward + feedback), at once:
 //   backlog  B = max(0, lag - lag_allowance) / catch_up_seconds
 //   level    D = r_slow + B > X(current)                  -> sized on D
+//            (> (1 + reversal_margin) X(current) when the pool's last change was a scale-down)
 //   burst    r_fast + B > (1 + burst_margin) X(current)   -> sized on max(r_slow, r_fast,
 //                                                            this tick's rate) + B
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))

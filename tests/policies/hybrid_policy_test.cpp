@@ -81,6 +81,31 @@ TEST(HybridPolicy, HoldsInsideTheBandWithoutAnyAction) {
   EXPECT_EQ(proposals.back(), 8);
 }
 
+// After a scale-down, a level up to reversal_margin above the new pool's capacity is left to the
+// lag allowance (no scale-up that would reverse the step); a backlog past the allowance is not.
+TEST(HybridPolicy, AfterAScaleDownTheLevelMustClearTheReversalMargin) {
+  for (const double margin : {0.0, 0.1}) {
+    HybridParams params;
+    params.reversal_margin = margin;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    plant.workers = 12;
+    // 1100/s, then 700/s (the pool sheds to 8), then 840/s: 5 % above what 8 workers carry.
+    const auto proposals = run(policy, plant, 1500, [](int s) {
+      return s < 300 ? 1100.0 : s < 900 ? 700.0 : 840.0;
+    });
+    ASSERT_EQ(proposals[899], 8) << "margin " << margin;
+    if (margin > 0.0) {
+      // The lag grows at 40/s: past the 2000 allowance after 50 s, and then the backlog term
+      // lifts the demand over the margin (to 8.8 workers at 900 + 50 + 60 x 0.1 x 800 / 40).
+      EXPECT_EQ(proposals[950], 8);
+      EXPECT_GT(proposals.back(), 8);
+    } else {
+      EXPECT_GT(proposals[950], 8);  // the level trigger alone
+    }
+  }
+}
+
 TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
   // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
   // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
