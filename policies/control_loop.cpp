@@ -19,6 +19,7 @@ Decision ControlLoop::tick(double now, std::string_view late) {
   std::unique_lock lock(mutex_);
   obs.min_workers = guards_.config().min_workers;
   obs.max_workers = guards_.config().max_workers;
+  obs.pinned = guards_.active_override(now).has_value();
   Proposal proposal = policy_->decide(obs);
   // The reason is moved into the Decision rather than copied by apply() (which takes it
   // verbatim): one allocation less per tick.

@@ -216,20 +216,46 @@ int GuardChain::apply_sink_pushback(int w, const Observation& obs, Decision& d) 
       }
       w = current;
     }
-    if (obs.time - pushback_since_ >= hold && obs.time - last_pushback_step_ >= hold &&
-        current - 1 >= config_.min_workers && w > current - 1) {
-      w = current - 1;
+    // Pushback that appears after the pool grew past the last size the sink took without it is
+    // an overshoot (a policy that sized a backlog in one jump): step back at once, to the share
+    // of the pool the sink served, but not below that quiet size. The share is the processed
+    // rate over what one busy worker processed without pushback (the sink's throughput stays
+    // flat past its concurrency; the pushed-back fraction of deliveries understates the excess
+    // when retries back off); without that rate, current x (1 - pushback). Otherwise pushback
+    // must last `hold` first, and each step is one worker.
+    const bool overshot = last_quiet_pool_ > 0 && current > last_quiet_pool_;
+    if ((overshot || obs.time - pushback_since_ >= hold) &&
+        obs.time - last_pushback_step_ >= hold && current - 1 >= config_.min_workers &&
+        w > current - 1) {
+      int to = current - 1;
+      if (overshot) {
+        const double accepted =
+            quiet_rate_per_worker_ > 0.0 && obs.processed_rate > 0.0
+                ? std::round(obs.processed_rate / quiet_rate_per_worker_)
+                : std::round(current * (1.0 - std::min(obs.sink_pushback, 1.0)));
+        to = static_cast<int>(std::clamp(
+            accepted, static_cast<double>(std::max(last_quiet_pool_, config_.min_workers)),
+            static_cast<double>(current - 1)));
+      }
+      w = std::min(w, to);
       pushback_ceiling_ = w;
       last_pushback_step_ = obs.time;
       pushback_since_ = obs.time;
       if (explain) {
-        d.guards.push_back("sink pushback " + percent(obs.sink_pushback) + " for " +
-                           seconds_text(hold) + ": down a step to " + std::to_string(w));
+        d.guards.push_back(
+            "sink pushback " + percent(obs.sink_pushback) +
+            (overshot ? " after the pool grew from " + std::to_string(last_quiet_pool_) +
+                            ": back to " + std::to_string(w) + ", the share the sink served"
+                      : " for " + seconds_text(hold) + ": down a step to " + std::to_string(w)));
       }
     }
     return w;
   }
   pushback_since_ = -1.0;
+  last_quiet_pool_ = current;
+  if (obs.busy_workers >= 0.5 && obs.processed_rate > 0.0 && std::isfinite(obs.processed_rate)) {
+    quiet_rate_per_worker_ = obs.processed_rate / obs.busy_workers;
+  }
   if (pushback_ceiling_ == 0) return w;
   // Probe one worker higher after each quiet stretch; forget the ceiling once it reaches the
   // upper bound.

@@ -11,7 +11,11 @@
 //                     sink_pushback_threshold); pushback that lasts sink_pushback_seconds lowers
 //                     the size by one and makes it the sink's ceiling, which is probed one
 //                     worker higher after each sink_pushback_seconds without pushback (so the
-//                     pool settles at the concurrency the sink takes instead of flapping)
+//                     pool settles at the concurrency the sink takes instead of flapping).
+//                     Pushback that appears after the pool grew past the last size without
+//                     pushback (one jump overshot the sink) steps back at once, to the share
+//                     the sink served (processed rate / the rate per busy worker without
+//                     pushback), but not below that size
 //   6. manual override  an operator pin replaces the size until it expires (clamped to the
 //                     hard limits, never to the soft bounds)
 //
@@ -93,6 +97,9 @@ class GuardChain {
   double last_pushback_ = 0.0;
   double last_pushback_step_ = -1e300;
   int pushback_ceiling_ = 0;
+  int last_quiet_pool_ = 0;  // the pool at the last tick without pushback (0: none yet)
+  // Messages/s one busy worker processed at the last tick without pushback (0: unknown).
+  double quiet_rate_per_worker_ = 0.0;
   int apply_sink_pushback(int w, const Observation& obs, Decision& d);
 };
 

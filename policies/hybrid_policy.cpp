@@ -6,24 +6,15 @@
 
 #include "policies/config_reader.h"
 #include "policies/number_text.h"
+#include "policies/worker_count.h"
 
 namespace lagpilot {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kMaxWorkers = 1e6;
 
 using text::fixed;
 using text::num;
-
-int to_workers(double v) {
-  if (!(v > 0.0)) return 0;  // also NaN
-  return static_cast<int>(std::min(v, kMaxWorkers));
-}
-
-nlohmann::json finite_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
 
 // The `model` keys that only its own sizing reads: hybrid sizes the pool itself, so they are
 // neither written nor accepted under "model".
@@ -61,6 +52,7 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("catch_up_seconds", p.catch_up_seconds, 0.0, 86400.0 * 365);
   require_positive(r, "catch_up_seconds", p.catch_up_seconds);
   r.read("scale_down_cost", p.scale_down_cost, 0.0, 1e12);
+  r.read("reversal_margin", p.reversal_margin, 0.0, 10.0);
   r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
   r.read("burst_margin", p.burst_margin, 0.0, 10.0);
   if (const nlohmann::json* model = r.raw("model")) {
@@ -86,6 +78,7 @@ nlohmann::json HybridParams::to_json() const {
           {"lag_allowance", lag_allowance},
           {"catch_up_seconds", catch_up_seconds},
           {"scale_down_cost", scale_down_cost},
+          {"reversal_margin", reversal_margin},
           {"scale_down_lag_fraction", scale_down_lag_fraction},
           {"burst_margin", burst_margin},
           {"model", learner_json(model.to_json())}};
@@ -114,7 +107,12 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   learner_.decide(obs);
   const int lo = obs.min_workers;
   const int hi = std::max(obs.min_workers, obs.max_workers);
-  const int current = obs.current_workers;
+  // While an operator pins the pool (and at the first tick after the pin, when the pool is still
+  // the operator's size), hybrid plans for its own size: the pin is no pool it chose, so leaving
+  // it owes no scale-down price, and the pool returns to the policy's size when the pin ends.
+  const bool own_pool = (obs.pinned || was_pinned_) && own_ > 0;
+  was_pinned_ = obs.pinned;
+  const int current = own_pool ? own_ : obs.current_workers;
   const double arrival =
       std::isfinite(obs.arrival_rate) && obs.arrival_rate > 0.0 ? obs.arrival_rate : 0.0;
   const double lag = obs.total_lag > 0 ? static_cast<double>(obs.total_lag) : 0.0;
@@ -130,7 +128,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   }
   if (std::isfinite(obs.time) && (dt > 0.0 || last_pool_ < 0)) last_time_ = obs.time;
   // A resize (ours, a guard's or an operator's) starts a new dwell: the surplus is of this pool.
-  if (current != last_pool_) surplus_ = 0.0;
+  if (current != last_pool_) {
+    surplus_ = 0.0;
+    if (last_pool_ >= 0) last_change_up_ = current > last_pool_;
+  }
   last_pool_ = current;
 
   cap_ = learner_.cap();
@@ -140,7 +141,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   capacity_ = capacity(current);
   const bool known = learner_.fitted().valid;
   const bool burst = rate_fast_ + backlog > capacity_ * (1.0 + params_.burst_margin);
-  const bool overloaded = demand_ > capacity_ || burst;
+  // Right after a scale-down, a level-triggered scale-up would reverse it: it needs the level to
+  // clear capacity by reversal_margin (a real rise shows there, or as lag in the backlog term).
+  const double level_margin = last_change_up_ ? 0.0 : params_.reversal_margin;
+  const bool overloaded = demand_ > capacity_ * (1.0 + level_margin) || burst;
   up_target_ = current;
   down_target_ = current;
   int target = current;
@@ -201,7 +205,12 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     why = "no rate measured yet: hold " + std::to_string(current);
   }
   workers_ = std::clamp(target, lo, ceiling);
+  own_ = workers_;
   if (!obs.explain) return {workers_, {}};
+  if (own_pool) {
+    why = "pool " + std::to_string(obs.current_workers) + " set by an override, planning for " +
+          std::to_string(current) + ": " + why;
+  }
   if (workers_ != target) {
     why += "; limits [" + std::to_string(lo) + ", " + std::to_string(ceiling) + "]" +
            (ceiling < hi ? " (cap: peak_fraction x N*)" : "") + ": " + std::to_string(workers_);

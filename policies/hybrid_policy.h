@@ -32,6 +32,11 @@ struct HybridParams {
   // could shed, summed over the time since the pool last changed, reach this. One surplus worker
   // waits this many seconds, four wait a quarter of it; a short dip pays only part of it.
   double scale_down_cost = 240.0;
+  // Right after a scale-down (the pool's last change was down), a scale-up on the level needs
+  // the level plus the backlog term above (1 + reversal_margin) x capacity, >= 0: the noise that
+  // a scale-down sized at scale_down_utilization leaves near the capacity is no rise (a real one
+  // shows as lag, in the backlog term, or as a burst).
+  double reversal_margin = 0.1;
   // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
   // still draining is no surplus.
   double scale_down_lag_fraction = 0.5;
@@ -62,6 +67,7 @@ struct HybridParams {
 // Scale up (feedforward + feedback), at once:
 //   backlog  B = max(0, lag - lag_allowance) / catch_up_seconds
 //   level    D = r_slow + B > X(current)                  -> sized on D
+//            (> (1 + reversal_margin) X(current) when the pool's last change was a scale-down)
 //   burst    r_fast + B > (1 + burst_margin) X(current)   -> sized on max(r_slow, r_fast,
 //                                                            this tick's rate) + B
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
@@ -85,6 +91,12 @@ struct HybridParams {
 // a small surplus waits long and a large one short, and one step sheds the whole surplus.
 //
 // Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)].
+//
+// Overrides: while Observation::pinned (an operator pins the pool) and at the first tick after
+// the pin, "current" above is the policy's own last proposal, not the pinned pool: it keeps
+// planning for its own size (the rates and the curve still learn from the real pool), pays no
+// scale-down price for a size it did not choose, and the pool returns to its size when the pin
+// ends (the guards' stabilization window holds the policy's proposals, not the pin).
 //
 // Why it stays calm: the pool changes only when the load leaves the band [scale_down_utilization
 // x X(n), X(n)] and, downward, only after the surplus has paid for the action. Under a constant
@@ -114,6 +126,9 @@ class HybridPolicy : public Policy {
   double surplus_ = 0.0;  // worker-seconds, see the class comment
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;
+  bool last_change_up_ = true;  // the direction of the pool's last change
+  int own_ = 0;                 // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;     // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;

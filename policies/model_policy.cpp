@@ -7,13 +7,12 @@
 
 #include "policies/config_reader.h"
 #include "policies/number_text.h"
+#include "policies/worker_count.h"
 
 namespace lagpilot {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// Worker counts beyond this are treated as "unbounded" before converting to int.
-constexpr double kMaxWorkers = 1e6;
 // A probe past the fitted peak needs the last workers measured to have added at least this
 // fraction of an average worker's throughput. At 0.9 N* the USL curve's marginal efficiency
 // is about 0.1 (for sigma, kappa in the usual ranges), at N* it is 0.
@@ -28,15 +27,6 @@ constexpr double kSeedWorkers[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 using text::fixed;
 using text::general;
 using text::num;
-
-int to_workers(double v) {
-  if (!(v > 0.0)) return 0;  // also NaN
-  return static_cast<int>(std::min(v, kMaxWorkers));
-}
-
-nlohmann::json finite_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
 
 std::string percent(double fraction) {
   return general(fraction * 100.0, 3) + "%";

@@ -40,12 +40,16 @@ struct Observation {
   // output range without holding a copy that would go stale when an operator changes them.
   int min_workers = 1;
   int max_workers = 1;
+  // Whether a manual override pins the pool at this tick (filled in by the ControlLoop from the
+  // guards): the pool is then the operator's size, not the policy's, and a policy that sizes
+  // relative to the pool (hybrid) keeps planning for its own size instead.
+  bool pinned = false;
   // Whether anyone will read the text of this tick's decision (Proposal::reason and the guard
   // notes in Decision::guards). When false, policies and guards may skip building that text
   // (it is the bulk of a tick's cost in long simulations: Proposal::reason is then empty and
-  // so is Decision::guards); the numbers they decide must be identical either way. Set by whoever builds the Observation (the simulator clears it once
-  // it stops recording decisions); the ControlLoop leaves it alone. The live runtime keeps it
-  // true.
+  // so is Decision::guards); the numbers they decide must be identical either way. Set by whoever
+  // builds the Observation (the simulator clears it once it stops recording decisions); the
+  // ControlLoop leaves it alone. The live runtime keeps it true.
   bool explain = true;
 };
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "policies/worker_count.h"
+
 namespace lagpilot {
 namespace {
 
@@ -15,10 +17,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Pseudo-samples of the pooled variance each bin's own variance is shrunk toward.
 constexpr double kShrinkSamples = 2.0;
-
-nlohmann::json finite_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
 
 void check_options(const UslFitOptions& o) {
   auto fail = [](const std::string& what) {

@@ -16,9 +16,7 @@ TEST(ApiCli, OverridePinsTheLivePoolThenPolicyResumes) {
   ::setenv("LAGPILOT_API_TOKEN", "s3cret", 1);  // inherited by the child
   const int port = 19464;
   ChildProcess run({LAGPILOT_BINARY, "run", "--embedded-broker", "--listen",
-                    "127.0.0.1:" + std::to_string(port), "--log-format", "json",
-                    // pid: it leaves the pinned size at once when the pin ends.
-                    "--policy", "pid"},
+                    "127.0.0.1:" + std::to_string(port), "--log-format", "json"},
                    "/tmp/lagpilot-api-cli.log");
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(1);
@@ -33,14 +31,15 @@ TEST(ApiCli, OverridePinsTheLivePoolThenPolicyResumes) {
   EXPECT_NE(metrics->body.find("lagpilot_consumer_total_lag"), std::string::npos);
 
   // Without the token: refused.
-  auto denied = client.Put("/v1/override", R"({"workers": 11, "ttl_seconds": 4})",
-                           "application/json");
+  auto denied =
+      client.Put("/v1/override", R"({"workers": 11, "ttl_seconds": 4})", "application/json");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 401);
 
   httplib::Headers auth = {{"Authorization", "Bearer s3cret"}};
-  auto pinned = client.Put("/v1/override", auth, R"({"workers": 11, "ttl_seconds": 4, "reason": "test"})",
-                           "application/json");
+  auto pinned =
+      client.Put("/v1/override", auth, R"({"workers": 11, "ttl_seconds": 4, "reason": "test"})",
+                 "application/json");
   ASSERT_TRUE(pinned);
   EXPECT_EQ(pinned->status, 200) << pinned->body;
   bool reached = false, released = false;
@@ -49,6 +48,8 @@ TEST(ApiCli, OverridePinsTheLivePoolThenPolicyResumes) {
     if (status["workers"] == 11) reached = true;
     if (reached && status["desired"] != 11) released = true;  // TTL over: the policy is back
   }
+  // Back at the policy's own size: with no traffic, the minimum it held before the pin.
+  EXPECT_EQ(status["desired"], 4) << status.dump();
   EXPECT_TRUE(reached) << "the pool never reached the override";
   EXPECT_TRUE(released) << "the override did not expire";
   run.signal(SIGTERM);

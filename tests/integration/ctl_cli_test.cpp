@@ -55,10 +55,7 @@ class CtlCli : public ::testing::Test {
     run_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{kBinary, "run", "--embedded-broker", "--listen",
                                  "127.0.0.1:" + std::to_string(port_), "--api-token-file",
-                                 token_file_, "--log-format", "json",
-                                 // pid: with no traffic it returns to its own size at once
-                                 // when a pin ends (hybrid holds until a scale-down is paid).
-                                 "--policy", "pid"},
+                                 token_file_, "--log-format", "json"},
         kScratch.path("run.log"));
     // The API is up once the first status line is out; then keep draining stdout.
     const std::string first = run_->read_line();
@@ -216,7 +213,7 @@ TEST_F(CtlCli, ClearEndsAnOverrideBeforeItsTtl) {
       << s.dump();
   r = ctl("status");  // human-readable
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* part : {"workers", "current 7", "desired 7", "policy", "pid", "lag", "rates",
+  for (const char* part : {"workers", "current 7", "desired 7", "policy", "hybrid", "lag", "rates",
                            "latency", "queue", "paused", "override  7 workers", "maintenance"}) {
     EXPECT_TRUE(contains(r.output, part)) << "'" << part << "' missing from:\n" << r.output;
   }

@@ -203,15 +203,12 @@ TEST(SinksCli, PushbackFromASixSlotServiceHoldsThePoolNearSix) {
   ChildProcess service({"/usr/bin/python3", kExamples + "http-sink/server.py", "--port", "0",
                         "--latency-ms", "20", "--max-concurrency", "6"});
   const std::string url = start_service(service);
-  // 6 slots x 20 ms = 300 messages/s at most; 600/s keeps the backlog growing, so the pid
-  // policy alone would go to 16.
+  // 6 slots x 20 ms = 300 messages/s at most; 600/s keeps the backlog growing, so the policy
+  // alone would go to 16. The default policy (hybrid) sizes the backlog in one jump, before any
+  // pushback shows; the guard then steps back to the share the sink took and holds there.
   std::thread producer([&] { produce(bootstrap, 24000, 600); });
-  // pid, as a policy that grows step by step: the guard then stops it at the sink's limit.
-  // (hybrid sizes a backlog in one jump, before any pushback shows, and the guard then lowers
-  // the pool one step per sink_pushback_seconds: it does not settle within this run.)
   const nlohmann::json config = {
       {"broker", "external"},
-      {"policy", {{"name", "pid"}}},
       {"handler", {{"type", "http"}, {"url", url}}},
       {"failure", {{"initial_backoff_seconds", 0.02}, {"max_backoff_seconds", 0.2}}},
       {"guards", {{"sink_pushback_seconds", 4}, {"scale_down_window_seconds", 0}}},
@@ -222,10 +219,12 @@ TEST(SinksCli, PushbackFromASixSlotServiceHoldsThePoolNearSix) {
                     "--log-format", "json", "--duration", "40"},
                    kScratch.path("pushback-run.log"));
   std::vector<int> sizes;
+  std::string ticks;  // every status line, for the failure messages
   bool guard_named = false;
   for (std::string line = run.read_line(); !line.empty(); line = run.read_line()) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("workers")) continue;
+    ticks += line + "\n";
     sizes.push_back(j["workers"].get<int>());
     guard_named = guard_named || line.find("sink pushback") != std::string::npos;
   }
@@ -236,6 +235,7 @@ TEST(SinksCli, PushbackFromASixSlotServiceHoldsThePoolNearSix) {
     EXPECT_GE(sizes[i], 5) << "tick " << i;
     EXPECT_LE(sizes[i], 7) << "tick " << i;
   }
+  if (::testing::Test::HasFailure()) ADD_FAILURE() << "status lines:\n" << ticks;
   EXPECT_TRUE(guard_named) << "no decision names the sink_pushback guard";
   service.signal(SIGTERM);
   broker.signal(SIGTERM);

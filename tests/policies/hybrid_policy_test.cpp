@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "policies/config_reader.h"
+#include "policies/control_loop.h"
+#include "policies/guards.h"
+#include "tests/policies/control_loop_fakes.h"
 #include "tests/policies/fluid_plant.h"
 
 namespace lagpilot {
@@ -78,6 +81,31 @@ TEST(HybridPolicy, HoldsInsideTheBandWithoutAnyAction) {
   EXPECT_EQ(proposals.back(), 8);
 }
 
+// After a scale-down, a level up to reversal_margin above the new pool's capacity is left to the
+// lag allowance (no scale-up that would reverse the step); a backlog past the allowance is not.
+TEST(HybridPolicy, AfterAScaleDownTheLevelMustClearTheReversalMargin) {
+  for (const double margin : {0.0, 0.1}) {
+    HybridParams params;
+    params.reversal_margin = margin;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    plant.workers = 12;
+    // 1100/s, then 700/s (the pool sheds to 8), then 840/s: 5 % above what 8 workers carry.
+    const auto proposals = run(policy, plant, 1500, [](int s) {
+      return s < 300 ? 1100.0 : s < 900 ? 700.0 : 840.0;
+    });
+    ASSERT_EQ(proposals[899], 8) << "margin " << margin;
+    if (margin > 0.0) {
+      // The lag grows at 40/s: past the 2000 allowance after 50 s, and then the backlog term
+      // lifts the demand over the margin (to 8.8 workers at 900 + 50 + 60 x 0.1 x 800 / 40).
+      EXPECT_EQ(proposals[950], 8);
+      EXPECT_GT(proposals.back(), 8);
+    } else {
+      EXPECT_GT(proposals[950], 8);  // the level trigger alone
+    }
+  }
+}
+
 TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
   // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
   // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
@@ -110,6 +138,55 @@ TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
     time += 1;
   }
   EXPECT_GE(workers, 7);
+}
+
+// An operator pin, through the ControlLoop and the default guards (60 s stabilization window):
+// when it ends, the pool returns to hybrid's own size at once, with no traffic at all (no curve
+// learned: the pool it held before the pin) and under a load (no scale-down price owed for a
+// size the policy did not choose).
+TEST(HybridPolicy, ReturnsToItsOwnSizeWhenAnOverrideEnds) {
+  {
+    testing::FakeSamplerAndActuator io;  // no traffic: lag 0, no rates
+    ControlLoop loop(io.sampler, io.actuator, std::make_unique<HybridPolicy>(), GuardConfig{});
+    for (int t = 0; t < 5; ++t) loop.tick(t);
+    ASSERT_EQ(io.actuator.workers, 4);
+    loop.set_override({11, 15.0, "test"}, 5.0);
+    for (int t = 5; t < 15; ++t) EXPECT_EQ(loop.tick(t).workers, 11) << "t=" << t;
+    const Decision after = loop.tick(15);
+    EXPECT_EQ(after.source, "policy");
+    EXPECT_EQ(after.workers, 4) << describe(after);
+  }
+  {
+    // 650 msg/s on 100 msg/s workers: hybrid's own size is 7.
+    struct Sampler : lagpilot::Sampler {
+      FluidPlant* plant;
+      Observation sample(double) override { return plant->observe(); }
+    };
+    struct Actuator : lagpilot::Actuator {
+      FluidPlant* plant;
+      void resize(int n) override { plant->workers = n; }
+    };
+    FluidPlant plant;
+    plant.arrival = 650;
+    Sampler sampler;
+    sampler.plant = &plant;
+    Actuator actuator;
+    actuator.plant = &plant;
+    ControlLoop loop(sampler, actuator, std::make_unique<HybridPolicy>(), GuardConfig{});
+    auto run_until = [&](double end) {
+      for (; plant.time < end; plant.step(1.0)) loop.tick(plant.time);
+    };
+    run_until(300);
+    const int own = plant.workers;
+    ASSERT_EQ(own, 7);
+    // A pin short enough that the 7 surplus workers do not pay the 240 worker-second price
+    // during it (7 x 20 s = 140).
+    loop.set_override({14, 320.0, "test"}, 300.0);
+    run_until(320);
+    EXPECT_EQ(plant.workers, 14);
+    run_until(322);
+    EXPECT_EQ(plant.workers, own);
+  }
 }
 
 TEST(HybridPolicy, BadParametersNameTheField) {

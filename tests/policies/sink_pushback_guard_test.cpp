@@ -86,6 +86,55 @@ TEST(SinkPushbackGuard, SettlesAtTheSinksConcurrency) {
   EXPECT_LT(changes, 80);  // one probe and one step back per minute at most
 }
 
+// A policy that sizes a backlog in one jump (hybrid: 4 -> 13) before the sink's pushback shows:
+// the guard steps back at once to the share the sink took, then holds near its concurrency.
+TEST(SinkPushbackGuard, AJumpPastTheSinkStepsBackAtOnceToWhatTheSinkTook) {
+  GuardChain g(config());
+  int w = 4;
+  std::vector<int> sizes;
+  for (int t = 0; t < 600; ++t) {
+    const double pushback = w > 6 ? static_cast<double>(w - 6) / w : 0.0;
+    const Decision d = g.apply({13, ""}, "t", at(t, w, pushback));
+    if (t == 1) {
+      ASSERT_EQ(d.guards.size(), 1u);
+      EXPECT_EQ(d.guards[0],
+                "sink pushback 54 % after the pool grew from 4: back to 6, the share "
+                "the sink served");
+    }
+    w = d.workers;
+    sizes.push_back(w);
+  }
+  EXPECT_EQ(sizes[0], 13);  // no pushback at 4: the jump goes through
+  EXPECT_EQ(sizes[1], 6);
+  for (std::size_t t = 1; t < sizes.size(); ++t) {
+    EXPECT_GE(sizes[t], 6) << "t=" << t;
+    EXPECT_LE(sizes[t], 7) << "t=" << t;
+  }
+}
+
+// A sink whose retries back off: only 8 % of the deliveries are pushed back at 16 workers, but
+// the processed rate stayed at what 6 workers do. The step back goes by the processed rate.
+TEST(SinkPushbackGuard, TheStepBackGoesByTheThroughputTheSinkServed) {
+  GuardChain g(config());
+  Observation quiet = at(0, 4, 0.0);
+  quiet.busy_workers = 4;
+  quiet.processed_rate = 190;  // 47.5/s per worker
+  EXPECT_EQ(g.apply({16, ""}, "t", quiet).workers, 16);
+  Observation pushed = at(1, 16, 0.08);
+  pushed.busy_workers = 16;
+  pushed.processed_rate = 286;  // 6.0 workers' worth
+  EXPECT_EQ(g.apply({16, ""}, "t", pushed).workers, 6);
+}
+
+// The step back after a jump never goes below the size the sink took without pushback, however
+// much of the larger pool's deliveries it pushed back.
+TEST(SinkPushbackGuard, TheStepBackStaysWithinTheBoundsAndAboveTheQuietSize) {
+  GuardChain g(config());
+  EXPECT_EQ(g.apply({12, ""}, "t", at(0, 8, 0.0)).workers, 12);
+  // 90 % pushed back at 12: 1.2 workers' worth accepted, but 8 took everything.
+  EXPECT_EQ(g.apply({12, ""}, "t", at(1, 12, 0.9)).workers, 8);
+}
+
 TEST(SinkPushbackGuard, CanBeSwitchedOff) {
   GuardConfig c = config();
   c.sink_pushback_guard = false;
