@@ -14,8 +14,9 @@ namespace lagpilot {
 
 struct HybridParams {
   // Time constants of the two arrival-rate estimates (exponential moving averages), seconds:
-  // the fast one sizes scale-ups, the larger of both sizes scale-downs (a dip must last before
-  // the pool shrinks for it). > 0.
+  // the slow one is the level a scale-up sizes for, the fast one detects bursts (a scale-up
+  // then sizes for the largest of both and the raw rate) and sizes scale-downs (which wait for
+  // scale_down_cost before they happen, so a dip must last). > 0.
   double rate_filter_seconds = 10.0;
   double slow_rate_filter_seconds = 30.0;
   // A scale-up sizes the pool so that the demand uses this fraction of its predicted
