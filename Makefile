@@ -30,10 +30,12 @@ run: build
 
 test: test-release test-asan test-tsan test-fuzz
 
-# ctest -j: the broker and CLI suites mostly wait on sockets and child processes, so the
-# CPU-bound suites run beside them (the long ones start first: their COST in tests/).
+# ctest -j: the broker and CLI suites mostly wait on sockets, brokers' group joins and child
+# processes, so one more suite than there are cores runs at a time, and the CPU-bound suites
+# run beside them (the long ones start first: their COST in tests/).
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-release: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(TEST_JOBS)
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (test targets only).
 test-asan: deps
