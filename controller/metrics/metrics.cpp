@@ -43,6 +43,8 @@ enum MetricId {
   kNeededWorkers,
   kRecommendedReplicas,
   kLastTickTimestamp,
+  kRecommendedProducerRate,
+  kRecommendedProducerBurst,
   kMetricCount
 };
 
@@ -109,6 +111,13 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
      "sum(lagpilot_needed_workers) / max workers instead of summing this."},
     {"lagpilot_last_tick_timestamp_seconds",
      "Unix time of the last control tick; alert when it stops advancing."},
+    {"lagpilot_recommended_producer_rate",
+     "Messages per second a producer should keep to: the sustainable rate at max workers less "
+     "the burst headroom (GET /v1/pacing says where the figure came from and its age; 0 until "
+     "there is one)."},
+    {"lagpilot_recommended_producer_burst_messages",
+     "Token-bucket size that goes with lagpilot_recommended_producer_rate: the spare capacity "
+     "over one control tick (0 until there is a rate)."},
 };
 
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
@@ -199,7 +208,7 @@ const CapacityEstimator::Estimate& CapacityEstimator::update(const Observation& 
 }
 
 RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
-                               double catch_up_seconds)
+                               double catch_up_seconds, PacingEstimator pacing)
     : registry_(std::move(registry)),
       partition_lag_(gauge_family(*registry_, kPartitionLag)),
       total_lag_(gauge(*registry_, kTotalLag)),
@@ -234,7 +243,10 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
       needed_workers_(gauge(*registry_, kNeededWorkers)),
       recommended_replicas_(gauge(*registry_, kRecommendedReplicas)),
       last_tick_timestamp_(gauge(*registry_, kLastTickTimestamp)),
-      capacity_(catch_up_seconds) {
+      producer_rate_(gauge(*registry_, kRecommendedProducerRate)),
+      producer_burst_(gauge(*registry_, kRecommendedProducerBurst)),
+      capacity_(catch_up_seconds),
+      pacing_(std::move(pacing)) {
   // Series that exist from the start, so that dashboards and rate() see zeros, not gaps.
   const char* states[kWorkerStates] = {"current", "desired", "proposed", "busy", "min", "max"};
   for (int i = 0; i < kWorkerStates; ++i) worker_gauges_[i] = &workers_.Add({{"state", states[i]}});
@@ -369,6 +381,9 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
   needed_workers_.Set(capacity.needed_workers);
   recommended_replicas_.Set(capacity.recommended_replicas);
   last_tick_timestamp_.Set(now_epoch_seconds);
+  const PacingRecommendation& pace = pacing_.update(o, guards.max_workers, now_epoch_seconds);
+  producer_rate_.Set(pace.available ? pace.rate : 0);
+  producer_burst_.Set(pace.available ? pace.burst : 0);
 
   nlohmann::json partitions = nlohmann::json::array();
   nlohmann::json paused_list = nlohmann::json::array();
@@ -401,6 +416,7 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
         {"rate_measured", capacity.rate_measured},
         {"needed_workers", capacity.needed_workers},
         {"catch_up_seconds", capacity_.catch_up_seconds()}}},
+      {"pacing", pacing_json(pace, now_epoch_seconds)},
   };
   nlohmann::json& counters = status["counters"] = nlohmann::json::object();
   for (const SourceCounterSpec& spec : kSourceCounterSpecs) {
@@ -408,6 +424,12 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
   }
   std::lock_guard lock(status_mutex_);
   status_ = std::move(status);
+  pacing_now_ = pace;
+}
+
+PacingRecommendation RuntimeMetrics::pacing() const {
+  std::lock_guard lock(status_mutex_);
+  return pacing_now_;
 }
 
 nlohmann::json RuntimeMetrics::last_tick_status() const {

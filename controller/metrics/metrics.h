@@ -73,6 +73,9 @@
 //                                              (docs/kubernetes.md).
 //   lagpilot_last_tick_timestamp_seconds       gauge: Unix time of the last tick (alert when
 //                                              time() - it exceeds a few ticks)
+//   lagpilot_recommended_producer_rate         gauge: messages/s a producer should keep to
+//                                              (PacingEstimator, pacing.h; 0 until known)
+//   lagpilot_recommended_producer_burst_messages  gauge: the token-bucket size that goes with it
 //
 // A counter whose cumulative source value goes down (a new source) takes the new value as its
 // delta, like Prometheus's own counter-reset handling.
@@ -98,6 +101,7 @@
 #include <utility>
 #include <vector>
 
+#include "controller/metrics/pacing.h"
 #include "controller/metrics/tick_report.h"
 #include "policies/guards.h"
 #include "policies/observation.h"
@@ -159,8 +163,11 @@ class RuntimeMetrics {
  public:
   // Declares every metric in `registry` (which may hold other metrics too). `catch_up_seconds`
   // is the backlog drain time of the capacity estimate (CapacityEstimator; must be > 0).
+  // `pacing` estimates the producer pacing recommendation (lagpilot_recommended_producer_rate,
+  // pacing()).
   explicit RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
-                          double catch_up_seconds = CapacityEstimator::kDefaultCatchUpSeconds);
+                          double catch_up_seconds = CapacityEstimator::kDefaultCatchUpSeconds,
+                          PacingEstimator pacing = PacingEstimator());
 
   // Control thread, once per tick. `guards` is the controller's config now (bounds may have
   // changed through the API); `override_active` whether a pin is in force at this tick;
@@ -177,6 +184,9 @@ class RuntimeMetrics {
   // (per_worker_rate, rate_measured, needed_workers, catch_up_seconds). {} before the first
   // tick. Any thread.
   nlohmann::json last_tick_status() const;
+
+  // The pacing recommendation at the last tick (not available before the first). Any thread.
+  PacingRecommendation pacing() const;
 
   // Every metric family this class declares, in declaration order. Any thread.
   static std::vector<std::string> metric_names();
@@ -213,6 +223,8 @@ class RuntimeMetrics {
   prometheus::Gauge& needed_workers_;
   prometheus::Gauge& recommended_replicas_;
   prometheus::Gauge& last_tick_timestamp_;
+  prometheus::Gauge& producer_rate_;
+  prometheus::Gauge& producer_burst_;
 
   // Series created at construction (Family::Add would allocate on every lookup).
   enum WorkerState { kCurrent, kDesired, kProposed, kBusy, kMin, kMax, kWorkerStates };
@@ -224,13 +236,15 @@ class RuntimeMetrics {
 
   // Control thread only (record_tick).
   CapacityEstimator capacity_;
+  PacingEstimator pacing_;
   std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> partition_gauges_;
   prometheus::Gauge* policy_info_gauge_ = nullptr;
   std::string policy_info_name_;
   uint64_t last_source_counters_[kSourceCounters] = {};  // cumulative values at the last tick
 
-  mutable std::mutex status_mutex_;  // guards status_
+  mutable std::mutex status_mutex_;  // guards status_ and pacing_now_
   nlohmann::json status_ = nlohmann::json::object();
+  PacingRecommendation pacing_now_;
 };
 
 }  // namespace lagpilot
