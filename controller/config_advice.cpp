@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "policies/config_reader.h"
+#include "policies/number_text.h"
 
 namespace lagpilot {
 namespace {
@@ -206,9 +207,9 @@ const std::vector<RuleEntry>& rule_entries() {
 void require_number(const nlohmann::json& object, const std::string& key, const std::string& path,
                     double min) {
   const auto it = object.find(key);
-  if (it == object.end()) throw ConfigError(path + key, "missing (a number >= " + std::to_string(min) + ")");
+  if (it == object.end()) throw ConfigError(path + key, "missing (a number >= " + text::num(min) + ")");
   if (!it->is_number() || !(it->get<double>() >= min)) {
-    throw ConfigError(path + key, "must be a number >= " + std::to_string(min) + ", got " + it->dump());
+    throw ConfigError(path + key, "must be a number >= " + text::num(min) + ", got " + it->dump());
   }
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "policies/config_reader.h"
+#include "policies/number_text.h"
 #include "policies/usl_fit.h"
 
 namespace lagpilot {
@@ -29,7 +30,7 @@ void PacingConfig::check_headroom(double headroom, const std::string& where) {
   if (!(headroom >= kMinHeadroom - 1e-12 && headroom <= kMaxHeadroom + 1e-12)) {
     throw ConfigError(where, "burst headroom must be between " + percent(kMinHeadroom) + " and " +
                                  percent(kMaxHeadroom) + " (0.2 to 0.3), got " +
-                                 std::to_string(headroom));
+                                 text::num(headroom));
   }
 }
 

@@ -97,6 +97,7 @@ TEST(CalibrateCli, BadFlagsExitTwoNamingTheFlag) {
       {"--dwell soon", "--dwell"},
       {"--max-workers 2 --steps 1,4", "--steps"},
       {"--headroom 1.5", "--headroom"},
+      {"--headroom 0.1", "--headroom"},  // outside the practice's 20 to 30 %
   };
   for (const auto& [flags, expected] : cases) {
     const auto r = run_command(kBinary + " calibrate " + flags);
