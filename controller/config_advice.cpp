@@ -32,8 +32,10 @@ std::string with_commas(int64_t v) {
 }
 
 std::string ms_text(double seconds) {
+  const double ms = seconds * 1e3;
+  if (ms >= 10) return with_commas(std::llround(ms)) + " ms";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+  std::snprintf(buf, sizeof buf, "%.2g ms", ms);
   return buf;
 }
 

@@ -340,7 +340,8 @@ void Service::shutdown() {
   // Messages waiting to be retried are given up now (not committed: delivered again later);
   // attempts in progress finish.
   p.pipeline->stop();
-  p.runtime->stop();
+  // No runtime when start() threw before building it (a property librdkafka refuses).
+  if (p.runtime) p.runtime->stop();
 }
 
 nlohmann::json Service::status() const {
