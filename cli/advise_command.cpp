@@ -56,15 +56,16 @@ CommandMain add_advise_command(CLI::App& app) {
       throw ConfigFileError(config_name, e.path(), 0, 0, config_name + ": " + e.what());
     }
     for (const AdviceFinding& f : findings) {
-      std::cout << (f.in_calibration ? calibration_name : config_name) << ": "
-                << format_finding(f) << "\n";
+      std::cout << (f.in_calibration ? calibration_name : config_name) << ": " << format_finding(f)
+                << "\n";
     }
     const std::size_t checks = advice_rules().size();
     if (findings.empty()) {
       std::cout << "advise: all " << checks << " checks pass";
     } else {
-      std::cout << "advise: " << findings.size() << (findings.size() == 1 ? " finding" : " findings")
-                << " (" << checks << " checks)";
+      std::cout << "advise: " << findings.size()
+                << (findings.size() == 1 ? " finding" : " findings") << " (" << checks
+                << " checks)";
     }
     std::cout << (calibration.record.is_null() ? ", without a calibration" : "") << std::endl;
     return findings.empty() ? 0 : 1;

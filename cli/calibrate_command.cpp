@@ -17,8 +17,8 @@
 #include "controller/calibration/calibrator.h"
 #include "controller/calibration/live_calibration.h"
 #include "controller/loadgen/embedded_broker.h"
-#include "controller/metrics/pacing.h"
 #include "controller/loadgen/synthetic_handler.h"
+#include "controller/metrics/pacing.h"
 #include "controller/steady_clock.h"
 #include "sim/consumer_model.h"
 #include "sim/simulation.h"
@@ -354,8 +354,8 @@ CommandMain add_calibrate_command(CLI::App& app) {
                 << " s warm-up)\n\n"
                 << result.format_table();
       if (pace.available) {
-        std::cout << "producer pacing at " << pace.max_workers << " max workers: "
-                  << std::llround(pace.rate) << " msg/s, token-bucket burst "
+        std::cout << "producer pacing at " << pace.max_workers
+                  << " max workers: " << std::llround(pace.rate) << " msg/s, token-bucket burst "
                   << std::llround(pace.burst) << " (source " << pace.source << ", "
                   << std::lround(pace.headroom * 100) << " % headroom)\n";
       }

@@ -1,18 +1,18 @@
 // `lagpilot produce`: sequence-numbered messages paced by a token bucket, at a fixed rate or
 // along a trace (time-compressed and rate-scaled).
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <chrono>
 #include <iostream>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
-#include "controller/steady_clock.h"
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"
 #include "controller/api/pacing_client.h"
 #include "controller/loadgen/pacing_poller.h"
 #include "controller/loadgen/producer.h"
+#include "controller/steady_clock.h"
 #include "policies/config_reader.h"
 #include "sim/trace_reader.h"
 
@@ -88,8 +88,8 @@ CommandMain add_produce_command(CLI::App& app) {
       }
       const double timeout = std::min(o->pacing_interval, 5.0);
       poller = std::make_unique<PacingPoller>(
-          [url = *url, timeout, where = o->pacing_url, warned = false]() mutable
-          -> std::optional<PaceTarget> {
+          [url = *url, timeout, where = o->pacing_url,
+           warned = false]() mutable -> std::optional<PaceTarget> {
             std::string error;
             const auto doc = get_json(url, timeout, &error);
             if (!doc) {

@@ -56,7 +56,8 @@ struct Inputs {
       used = 0;
     }
     if (used == 0 || used != it->second.size()) {
-      throw ConfigError("kafka.properties." + name, "must be an integer, got \"" + it->second + "\"");
+      throw ConfigError("kafka.properties." + name,
+                        "must be an integer, got \"" + it->second + "\"");
     }
     return v;
   }
@@ -113,8 +114,9 @@ void max_poll_interval(const Inputs& in, std::vector<AdviceFinding>& out) {
   out.push_back(
       {"max_poll_interval", "kafka.properties.max.poll.interval.ms",
        "max.poll.interval.ms is " + with_commas(v) + ", below " +
-           (p99 ? "the worst observed batch time, " + ms_text(*p99) + " (the calibration's worst "
-                  "step p99 handler time)"
+           (p99 ? "the worst observed batch time, " + ms_text(*p99) +
+                      " (the calibration's worst "
+                      "step p99 handler time)"
                 : std::string("300,000 ms, the practice's value for heavy preprocessing (pass "
                               "--calibration to check against the observed batch time)")) +
            ": a consumer that takes longer than this between polls is removed from its group"});
@@ -195,8 +197,7 @@ const std::vector<RuleEntry>& rule_entries() {
        max_poll_interval},
       {{"revoke_timeout", "kafka.revoke_timeout_seconds not below max.poll.interval.ms"},
        revoke_timeout},
-      {{"watermarks", "pool.high_watermark / pool.low_watermark other than 0.8 / 0.2"},
-       watermarks},
+      {{"watermarks", "pool.high_watermark / pool.low_watermark other than 0.8 / 0.2"}, watermarks},
       {{"burst_headroom", "the calibration's burst headroom outside 20 to 30 %"}, burst_headroom},
       {{"shared_traffic",
         "traffic.training_and_online_share \"cluster\" or \"topic\": training and online "
@@ -209,7 +210,8 @@ const std::vector<RuleEntry>& rule_entries() {
 void require_number(const nlohmann::json& object, const std::string& key, const std::string& path,
                     double min) {
   const auto it = object.find(key);
-  if (it == object.end()) throw ConfigError(path + key, "missing (a number >= " + text::num(min) + ")");
+  if (it == object.end())
+    throw ConfigError(path + key, "missing (a number >= " + text::num(min) + ")");
   if (!it->is_number() || !(it->get<double>() >= min)) {
     throw ConfigError(path + key, "must be a number >= " + text::num(min) + ", got " + it->dump());
   }
@@ -240,8 +242,9 @@ CalibrationInput calibration_record(const nlohmann::json& document) {
   if (!document.contains("steps")) {
     const auto it = document.find("calibration");
     if (it == document.end() || it->is_null()) {
-      throw ConfigError("steps", "missing: not a calibration (`lagpilot calibrate --json`) nor a "
-                                 "config with a \"calibration\" section");
+      throw ConfigError("steps",
+                        "missing: not a calibration (`lagpilot calibrate --json`) nor a "
+                        "config with a \"calibration\" section");
     }
     if (!it->is_object()) throw ConfigError("calibration", "must be a JSON object");
     record = &*it;

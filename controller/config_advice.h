@@ -51,7 +51,8 @@ const std::vector<AdviceRule>& advice_rules();
 
 // Every finding of every rule, in rule order. `calibration` comes from calibration_record() (or
 // is empty). Throws ConfigError naming the JSON path of a kafka property that is not a number.
-std::vector<AdviceFinding> advise(const AppConfig& config, const CalibrationInput& calibration = {});
+std::vector<AdviceFinding> advise(const AppConfig& config,
+                                  const CalibrationInput& calibration = {});
 
 // The calibration record in `document`: the document itself when it has "steps", else its
 // "calibration" object (a config written by `lagpilot calibrate --write-config`). Checks the

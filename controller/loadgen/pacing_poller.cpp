@@ -1,10 +1,10 @@
 #include "controller/loadgen/pacing_poller.h"
 
 #include <cmath>
-
-#include "controller/loadgen/token_bucket.h"
 #include <stdexcept>
 #include <utility>
+
+#include "controller/loadgen/token_bucket.h"
 
 namespace lagpilot {
 
@@ -47,9 +47,9 @@ PacingPoller::PacingPoller(Fetch fetch, double tick_seconds)
 bool PacingPoller::tick(double now) {
   if (next_due_ >= 0 && now < next_due_) return false;
   // The next beat after `now` (missed beats are skipped, not caught up).
-  next_due_ = next_due_ < 0 ? now + tick_seconds_
-                            : next_due_ + tick_seconds_ *
-                                              (std::floor((now - next_due_) / tick_seconds_) + 1);
+  next_due_ = next_due_ < 0
+                  ? now + tick_seconds_
+                  : next_due_ + tick_seconds_ * (std::floor((now - next_due_) / tick_seconds_) + 1);
   std::optional<PaceTarget> got = fetch_();
   fetches_.fetch_add(1, std::memory_order_relaxed);
   if (got) {

@@ -59,7 +59,7 @@ class PacingPoller {
  private:
   Fetch fetch_;
   double tick_seconds_;
-  double next_due_ = -1;  // tick() thread only
+  double next_due_ = -1;      // tick() thread only
   mutable std::mutex mutex_;  // guards latest_
   std::optional<PaceTarget> latest_;
   // atomic: counted by the tick() thread, read by fetches() from any thread.

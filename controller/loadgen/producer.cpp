@@ -216,12 +216,11 @@ struct PacedProducer::Impl {
   }
 
   ProducerStats stats() const {
-    return ProducerStats{produced.load(std::memory_order_relaxed),
-                         delivered.load(std::memory_order_relaxed),
-                         report_failed.load(std::memory_order_relaxed) +
-                             local_failed.load(std::memory_order_relaxed),
-                         pace_changes.load(std::memory_order_relaxed),
-                         current_rate.load(std::memory_order_relaxed)};
+    return ProducerStats{
+        produced.load(std::memory_order_relaxed), delivered.load(std::memory_order_relaxed),
+        report_failed.load(std::memory_order_relaxed) +
+            local_failed.load(std::memory_order_relaxed),
+        pace_changes.load(std::memory_order_relaxed), current_rate.load(std::memory_order_relaxed)};
   }
 };
 

@@ -31,9 +31,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -95,16 +95,16 @@ PacingRecommendation PacingRecommendation::from_calibration(const nlohmann::json
 nlohmann::json pacing_json(const PacingRecommendation& p, double now_unix_seconds) {
   const auto or_null = [&](double v) { return p.available ? nlohmann::json(v) : nullptr; };
   const bool dated = p.available && p.as_of_unix_seconds >= 0;
-  return {{"rate", or_null(p.rate)},
-          {"burst", or_null(p.burst)},
-          {"sustainable_rate", or_null(p.sustainable_rate)},
-          {"headroom", p.headroom},
-          {"max_workers", p.max_workers},
-          {"source", p.available ? p.source : std::string("none")},
-          {"as_of_unix_seconds", dated ? nlohmann::json(p.as_of_unix_seconds) : nullptr},
-          {"age_seconds", dated ? nlohmann::json(std::max(0.0, now_unix_seconds -
-                                                                   p.as_of_unix_seconds))
-                                : nullptr}};
+  return {
+      {"rate", or_null(p.rate)},
+      {"burst", or_null(p.burst)},
+      {"sustainable_rate", or_null(p.sustainable_rate)},
+      {"headroom", p.headroom},
+      {"max_workers", p.max_workers},
+      {"source", p.available ? p.source : std::string("none")},
+      {"as_of_unix_seconds", dated ? nlohmann::json(p.as_of_unix_seconds) : nullptr},
+      {"age_seconds",
+       dated ? nlohmann::json(std::max(0.0, now_unix_seconds - p.as_of_unix_seconds)) : nullptr}};
 }
 
 double parse_utc_iso8601(const std::string& text) {
@@ -155,8 +155,8 @@ const PacingRecommendation& PacingEstimator::update(const Observation& o, int ma
   }
 
   if (!samples_.empty()) {
-    const double mean =
-        std::accumulate(samples_.begin(), samples_.end(), 0.0) / static_cast<double>(samples_.size());
+    const double mean = std::accumulate(samples_.begin(), samples_.end(), 0.0) /
+                        static_cast<double>(samples_.size());
     last_ = PacingRecommendation::from_rate(mean, config_.headroom, tick_seconds_, max_workers,
                                             "measured", measured_at_);
   } else if (calibrated_.available) {

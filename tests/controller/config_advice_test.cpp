@@ -56,9 +56,9 @@ TEST(ConfigAdvice, FetchMaxBytesAbove50MB) {
 TEST(ConfigAdvice, MaxPollRecordsAbove500UnlessHandlingTakesMilliseconds) {
   const AppConfig many = config(kafka_props({{"max.poll.records", 1000}}));
   const std::vector<std::string> expected{"max_poll_records kafka.properties.max.poll.records"};
-  EXPECT_EQ(fired(advise(many)), expected);                        // no calibration to show it
+  EXPECT_EQ(fired(advise(many)), expected);  // no calibration to show it
   EXPECT_EQ(fired(advise(many, calibration({0.004, 0.05}))), expected);  // 50 ms: not ms
-  EXPECT_TRUE(advise(many, calibration({0.004, 0.009})).empty());  // milliseconds
+  EXPECT_TRUE(advise(many, calibration({0.004, 0.009})).empty());        // milliseconds
   EXPECT_TRUE(advise(config(kafka_props({{"max.poll.records", 500}}))).empty());
 }
 
@@ -69,9 +69,9 @@ TEST(ConfigAdvice, MaxPollIntervalBelowTheWorstObservedBatchTime) {
   EXPECT_EQ(fired(advise(config(kafka_props({{"max.poll.interval.ms", 299999}})))), expected);
   EXPECT_TRUE(advise(config(kafka_props({{"max.poll.interval.ms", 300000}}))).empty());
   // With one: its worst step p99 (here 40 s of preprocessing per batch).
-  const AppConfig short_interval =
-      config({{"kafka",
-               {{"properties", {{"max.poll.interval.ms", 30000}}}, {"revoke_timeout_seconds", 5}}}});
+  const AppConfig short_interval = config(
+      {{"kafka",
+        {{"properties", {{"max.poll.interval.ms", 30000}}}, {"revoke_timeout_seconds", 5}}}});
   EXPECT_EQ(fired(advise(short_interval, calibration({12.0, 40.0}))), expected);
   EXPECT_TRUE(advise(short_interval, calibration({12.0, 29.0})).empty());
   const auto f = advise(short_interval, calibration({12.0, 40.0}));
@@ -79,9 +79,9 @@ TEST(ConfigAdvice, MaxPollIntervalBelowTheWorstObservedBatchTime) {
 }
 
 TEST(ConfigAdvice, RevokeTimeoutNotBelowTheMaxPollInterval) {
-  const auto f = advise(config({{"kafka",
-                                 {{"properties", {{"max.poll.interval.ms", 300000}}},
-                                  {"revoke_timeout_seconds", 300}}}}));
+  const auto f = advise(config(
+      {{"kafka",
+        {{"properties", {{"max.poll.interval.ms", 300000}}}, {"revoke_timeout_seconds", 300}}}}));
   EXPECT_EQ(fired(f), std::vector<std::string>{"revoke_timeout kafka.revoke_timeout_seconds"});
   EXPECT_TRUE(advise(config({{"kafka", {{"revoke_timeout_seconds", 299}}}})).empty());
 }
@@ -91,7 +91,8 @@ TEST(ConfigAdvice, WatermarksOtherThan80And20) {
             std::vector<std::string>{"watermarks pool.high_watermark"});
   EXPECT_EQ(fired(advise(config({{"pool", {{"low_watermark", 0.3}}}}))),
             std::vector<std::string>{"watermarks pool.low_watermark"});
-  EXPECT_TRUE(advise(config({{"pool", {{"high_watermark", 0.8}, {"low_watermark", 0.2}}}})).empty());
+  EXPECT_TRUE(
+      advise(config({{"pool", {{"high_watermark", 0.8}, {"low_watermark", 0.2}}}})).empty());
 }
 
 TEST(ConfigAdvice, BurstHeadroomOutside20To30Percent) {
@@ -114,7 +115,8 @@ TEST(ConfigAdvice, BurstHeadroomOutside20To30Percent) {
 TEST(ConfigAdvice, TrainingAndOnlineTrafficOnOneClusterOrTopic) {
   for (const char* share : {"cluster", "topic"}) {
     const auto f = advise(config({{"traffic", {{"training_and_online_share", share}}}}));
-    EXPECT_EQ(fired(f), std::vector<std::string>{"shared_traffic traffic.training_and_online_share"})
+    EXPECT_EQ(fired(f),
+              std::vector<std::string>{"shared_traffic traffic.training_and_online_share"})
         << share;
   }
   EXPECT_TRUE(advise(config({{"traffic", {{"training_and_online_share", "none"}}}})).empty());
@@ -153,7 +155,8 @@ TEST(ConfigAdvice, ABadCalibrationIsRefusedNamingTheJsonPath) {
 TEST(ConfigAdvice, AFindingReadsPathMessageAndCheck) {
   const auto f = advise(config({{"pool", {{"high_watermark", 0.9}}}}));
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(format_finding(f[0]).rfind("pool.high_watermark: high_watermark is 0.9, not 0.8", 0), 0u);
+  EXPECT_EQ(format_finding(f[0]).rfind("pool.high_watermark: high_watermark is 0.9, not 0.8", 0),
+            0u);
   EXPECT_NE(format_finding(f[0]).find("[watermarks]"), std::string::npos);
 }
 

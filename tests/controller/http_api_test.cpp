@@ -1,7 +1,6 @@
 // The HTTP control API against a real ControlLoop with a fake sampler/actuator and a manual
 // clock, through httplib::Client on 127.0.0.1 (ephemeral port). No Kafka, no sleeps.
 #include "controller/api/http_api.h"
-#include "controller/api/bearer_token.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -16,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/api/bearer_token.h"
 #include "controller/metrics/metrics.h"
 #include "policies/policy_factory.h"
 

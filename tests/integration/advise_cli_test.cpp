@@ -62,10 +62,11 @@ TEST(AdviseCli, FindingsExitOneAndNameTheFileAndTheJsonPath) {
 }
 
 TEST(AdviseCli, TheCalibrationDecidesTheHandlingRulesAndItsHeadroomIsChecked) {
-  const std::string config = kDir.write(
-      "records.json", R"({"kafka": {"properties": {"max.poll.records": 1000}}})");
-  const std::string fast = kDir.write(
-      "fast.json", R"({"steps": [{"workers": 1, "latency_p99_seconds": 0.004}], "headroom": 0.25})");
+  const std::string config =
+      kDir.write("records.json", R"({"kafka": {"properties": {"max.poll.records": 1000}}})");
+  const std::string fast =
+      kDir.write("fast.json",
+                 R"({"steps": [{"workers": 1, "latency_p99_seconds": 0.004}], "headroom": 0.25})");
   const std::string slow = kDir.write(
       "slow.json", R"({"steps": [{"workers": 1, "latency_p99_seconds": 400}], "headroom": 0.1})");
   auto r = run_command(kBinary + " advise --config " + shell_quote(config) + " --calibration " +
@@ -85,8 +86,8 @@ TEST(AdviseCli, TheCalibrationDecidesTheHandlingRulesAndItsHeadroomIsChecked) {
 }
 
 TEST(AdviseCli, BadInputExitsTwoNamingTheFileAndTheJsonPath) {
-  const std::string bad_cal = kDir.write(
-      "bad-cal.json", R"({"steps": [{"workers": 1, "latency_p99_seconds": "slow"}]})");
+  const std::string bad_cal =
+      kDir.write("bad-cal.json", R"({"steps": [{"workers": 1, "latency_p99_seconds": "slow"}]})");
   auto r = run_command(kBinary + " advise --calibration " + shell_quote(bad_cal));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(bad_cal + ": steps[0].latency_p99_seconds: must be a number"),
@@ -99,8 +100,8 @@ TEST(AdviseCli, BadInputExitsTwoNamingTheFileAndTheJsonPath) {
                                      "30 %"),
             std::string::npos)
       << r.output;
-  const std::string prop = kDir.write(
-      "prop.json", R"({"kafka": {"properties": {"fetch.max.bytes": "lots"}}})");
+  const std::string prop =
+      kDir.write("prop.json", R"({"kafka": {"properties": {"fetch.max.bytes": "lots"}}})");
   r = run_command(kBinary + " advise --config " + shell_quote(prop));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(prop + ": kafka.properties.fetch.max.bytes: must be an integer"),
@@ -153,8 +154,7 @@ TEST(ProduceCli, FollowsThePacingUrl) {
   server.stop();
   serving.join();
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("pacing at 4000.0 msg/s, burst 100 (source measured)"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("pacing at 4000.0 msg/s, burst 100 (source measured)"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("delivered=400"), std::string::npos) << r.output;
   EXPECT_GE(requests.load(), 1);

@@ -20,7 +20,7 @@ namespace {
 using lagpilot::testing::wait_until;
 
 TEST(PacingService, AProducerThatWouldOutrunTheConsumerFollowsPacingAndLagStaysBounded) {
-  constexpr double kUnpacedRate = 4000;   // messages/s: about four times what 2 workers finish
+  constexpr double kUnpacedRate = 4000;  // messages/s: about four times what 2 workers finish
   constexpr double kProduceSeconds = 4;
   constexpr double kTick = 0.2;
   AppConfig config = Service::config_from_json(
@@ -41,8 +41,8 @@ TEST(PacingService, AProducerThatWouldOutrunTheConsumerFollowsPacingAndLagStaysB
   service.start();
   ASSERT_TRUE(wait_until([&] { return service.runtime().source().joined(); }, 30.0));
 
-  const auto url = parse_http_url("http://127.0.0.1:" + std::to_string(service.api_port()) +
-                                  "/v1/pacing");
+  const auto url =
+      parse_http_url("http://127.0.0.1:" + std::to_string(service.api_port()) + "/v1/pacing");
   ASSERT_TRUE(url);
   PacingPoller poller(
       [&]() -> std::optional<PaceTarget> {
