@@ -141,6 +141,8 @@ struct PacedProducer::Impl {
     TokenBucket bucket(rate, burst_for(rate), start, 1.0);
     current_rate.store(rate, std::memory_order_relaxed);
     std::optional<PaceTarget> pace;  // the live pacing target in force, if any
+    double logged_rate = -1;
+    std::string logged_source;
     uint64_t seq = options.first_seq;
     uint64_t sent = 0;
     std::string value;
@@ -170,8 +172,15 @@ struct PacedProducer::Impl {
       if (options.pace && follow_pace(bucket, pace, options.pace(), now)) {
         pace_changes.fetch_add(1, std::memory_order_relaxed);
         current_rate.store(pace->rate, std::memory_order_relaxed);
-        spdlog::info("producer: pacing at {:.1f} msg/s, burst {:.0f} (source {})", pace->rate,
-                     pace->burst, pace->source.empty() ? "?" : pace->source);
+        // Logged when the source changes or the rate moves by 5 % or more since the last line
+        // (a measured recommendation moves a little at every tick).
+        if (pace->source != logged_source ||
+            std::fabs(pace->rate - logged_rate) >= 0.05 * logged_rate) {
+          spdlog::info("producer: pacing at {:.1f} msg/s, burst {:.0f} (source {})", pace->rate,
+                       pace->burst, pace->source.empty() ? "?" : pace->source);
+          logged_rate = pace->rate;
+          logged_source = pace->source;
+        }
       }
       uint64_t want = kMaxBatch;
       if (options.count > 0) want = std::min(want, options.count - sent);
