@@ -61,10 +61,12 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
     o.queue_capacity = static_cast<int64_t>(pool_.queue_capacity());
     o.assigned_partitions = last_stats_.assigned_partitions;
     o.sink_pushback = sink_pushback ? sink_pushback() : -1.0;
+    sample_group();
     return o;
   }
 
   const SourceStats& last_stats() const { return last_stats_; }
+  const GroupSample& last_group() const { return group_; }
 
   std::function<double()> sink_pushback;  // set before start(); called on the control thread
   const PoolWindow& last_window() const { return last_window_; }
@@ -78,6 +80,49 @@ class ConsumerRuntime::LiveSampler final : public Sampler {
   std::map<std::pair<std::string, int32_t>, int64_t> last_highs_;  // the previous sample's
   uint64_t last_done_ = 0;
   int64_t last_lag_ = 0;
+  GroupSample group_;
+  double group_read_at_ = -1;  // read_at_seconds of the group view behind group_
+  std::map<std::pair<std::string, int32_t>, int64_t> group_highs_;
+
+  // Rates from the last two group views (a view is read about once a second, not every tick:
+  // the rates change only when a new one arrives).
+  void sample_group() {
+    const GroupLagView& view = last_stats_.group;
+    if (!view.known || view.read_at_seconds == group_read_at_) return;
+    std::map<std::pair<std::string, int32_t>, int64_t> highs;
+    std::map<std::pair<std::string, int32_t>, bool> own;
+    for (const auto& p : last_stats_.partitions) own[{p.topic, p.partition}] = true;
+    const double dt = view.read_at_seconds - group_read_at_;
+    const bool have_previous = group_read_at_ >= 0 && dt > 0;
+    GroupSample g;
+    double total = 0, own_total = 0, hottest = -1;
+    for (const GroupPartitionLag& p : view.partitions) {
+      auto key = std::make_pair(p.topic, p.partition);
+      const auto prev = group_highs_.find(key);
+      if (have_previous && prev != group_highs_.end() && p.high_watermark >= 0) {
+        const double rate =
+            static_cast<double>(std::max<int64_t>(0, p.high_watermark - prev->second)) / dt;
+        total += rate;
+        if (own.count(key)) own_total += rate;
+        if (rate > hottest) {
+          hottest = rate;
+          g.hottest_partition = p.topic + "[" + std::to_string(p.partition) + "]";
+        }
+      }
+      highs.emplace(std::move(key), p.high_watermark);
+    }
+    if (have_previous && !view.partitions.empty()) {
+      g.arrival_rate = total;
+      g.hottest_rate = std::max(0.0, hottest);
+      g.mean_partition_rate = total / static_cast<double>(view.partitions.size());
+      g.own_arrival_share = total > 0 ? own_total / total : 0;
+      g.own_partition_share = static_cast<double>(last_stats_.assigned_partitions) /
+                              static_cast<double>(view.partitions.size());
+      group_ = std::move(g);
+    }
+    group_read_at_ = view.read_at_seconds;
+    group_highs_ = std::move(highs);
+  }
 };
 
 class ConsumerRuntime::PoolActuator final : public Actuator {
@@ -173,6 +218,7 @@ TickReport ConsumerRuntime::tick(const TickSchedule& schedule) {
   report.decision = controller_->tick(now, schedule.late);
   report.observation = *controller_->last_observation();
   report.source = sampler_->last_stats();
+  report.group = sampler_->last_group();
   report.pool = sampler_->last_window();
   const double dt = last_tick_ < 0 ? 0.0 : now - last_tick_;
   last_tick_ = now;
@@ -211,29 +257,41 @@ std::string format_status_line(const TickReport& r, bool json) {
   const Observation& o = r.observation;
   const Decision& d = r.decision;
   if (json) {
-    nlohmann::json j = {{"t", o.time},
-                        {"arrival_rate", o.arrival_rate},
-                        {"processed_rate", o.processed_rate},
-                        {"lag", o.total_lag},
-                        {"latency_p99_seconds", o.latency_p99},
-                        {"record_age_p99_seconds", o.record_age_p99},
-                        {"workers", o.current_workers},
-                        {"desired", d.workers},
-                        {"busy", o.busy_workers},
-                        {"queue", o.queue_depth},
-                        {"paused", r.source.paused},
-                        {"assigned_partitions", r.source.assigned_partitions},
-                        {"policy", d.policy},
-                        {"reason", describe(d)},
-                        {"late_seconds", r.schedule.late_seconds}};
+    nlohmann::json j = {
+        {"t", o.time},
+        {"arrival_rate", o.arrival_rate},
+        {"processed_rate", o.processed_rate},
+        {"lag", o.total_lag},
+        {"latency_p99_seconds", o.latency_p99},
+        {"record_age_p99_seconds", o.record_age_p99},
+        {"workers", o.current_workers},
+        {"desired", d.workers},
+        {"busy", o.busy_workers},
+        {"queue", o.queue_depth},
+        {"paused", r.source.paused},
+        {"assigned_partitions", r.source.assigned_partitions},
+        {"role", r.source.assigned_partitions > 0 ? "active" : "standby"},
+        {"group_lag",
+         r.source.group.known ? nlohmann::json(r.source.group.total_lag) : nlohmann::json(nullptr)},
+        {"policy", d.policy},
+        {"reason", describe(d)},
+        {"late_seconds", r.schedule.late_seconds}};
     return j.dump();
   }
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "t=%6.1fs in=%7.0f/s done=%7.0f/s lag=%8lld p99=%7.1fms workers %2d -> %2d%s | ",
-                o.time, o.arrival_rate, o.processed_rate, static_cast<long long>(o.total_lag),
-                o.latency_p99 * 1e3, o.current_workers, d.workers,
-                r.source.paused ? " paused" : "");
+  // The group's lag too, when it differs from this member's own (other members hold some of
+  // the partitions): a standby's own lag is always 0.
+  char group[48] = "";
+  if (r.source.group.known && r.source.group.total_lag != o.total_lag) {
+    std::snprintf(group, sizeof group, " group_lag=%lld",
+                  static_cast<long long>(r.source.group.total_lag));
+  }
+  char buf[320];
+  std::snprintf(
+      buf, sizeof buf,
+      "t=%6.1fs in=%7.0f/s done=%7.0f/s lag=%8lld%s p99=%7.1fms workers %2d -> %2d%s%s | ", o.time,
+      o.arrival_rate, o.processed_rate, static_cast<long long>(o.total_lag), group,
+      o.latency_p99 * 1e3, o.current_workers, d.workers, r.source.paused ? " paused" : "",
+      r.source.assigned_partitions == 0 ? " standby" : "");
   return buf + describe(d);
 }
 

@@ -9,7 +9,7 @@ packages=(
   librdkafka-dev libeigen3-dev libcpp-httplib-dev nlohmann-json3-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libspdlog-dev libfmt-dev
-  kcat prometheus chromium wrk openssl python3-simpy time linux-perf
+  kcat prometheus chromium wrk openssl python3-simpy python3-confluent-kafka time linux-perf
 )
 
 missing=()

@@ -28,6 +28,17 @@ RdKafkaPartitionList KafkaSource::Core::commit_list_locked(const std::vector<Par
 // Async commit of every assigned partition's done prefix; the result arrives through
 // on_commit_result from a later consumer_poll.
 void KafkaSource::Core::commit_async() {
+  // Not while a group join is on the wire: the commit would queue behind the JoinGroup, be
+  // refused with the old generation, and make librdkafka 2.0 drop the assignment (see
+  // group_join_watch.h). The done prefix is committed after the join instead (or in the revoke
+  // callback, for the partitions that move).
+  if (join_watch.joining()) {
+    if (commits_held++ == 0) {
+      spdlog::info("kafka: a group join is in progress: periodic commits wait until it ends");
+    }
+    return;
+  }
+  commits_held = 0;
   RdKafkaPartitionList list;
   {
     std::lock_guard<std::mutex> lock(sched->mu);

@@ -129,6 +129,11 @@ ConsumerConf build_consumer_conf(const KafkaSourceConfig& cfg) {
   conf_set(conf, "group.id", cfg.group_id, "kafka.group_id");
   conf_set(conf, "client.id", "lagpilot", "kafka.properties.client.id");
   conf_set(conf, "auto.offset.reset", "earliest", "kafka.properties.auto.offset.reset");
+  // Incremental rebalancing: a member keeps consuming the partitions it keeps while the group
+  // rebalances, and commits the ones that move before giving them up (rebalance.cpp). Under
+  // the eager default every member stops and gives up everything on every join or leave.
+  conf_set(conf, "partition.assignment.strategy", "cooperative-sticky",
+           "kafka.properties.partition.assignment.strategy");
   // librdkafka 2.0 stops fetching a partition for a fixed 1 s once the consumer's prefetch
   // queue holds queued.min.messages (default 100000, counted over all partitions together) or
   // queued.max.messages.kbytes (64 MB). With small messages the count binds long before the

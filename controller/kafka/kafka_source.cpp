@@ -30,6 +30,7 @@ KafkaSource::Core::Core(KafkaSourceConfig c, ConsumerConf cc, WorkerPool& p, Mes
   rd_kafka_conf_set_opaque(conf.get(), this);
   rd_kafka_conf_set_rebalance_cb(conf.get(), &Core::rebalance_cb);
   rd_kafka_conf_set_offset_commit_cb(conf.get(), &Core::commit_cb);
+  join_watch.install(conf.get());
 }
 
 KafkaSource::KafkaSource(KafkaSourceConfig config, WorkerPool& pool, MessageHandler handler,

@@ -16,7 +16,9 @@
 //  * Control thread: constructor, start(), refreshed_stats(), take_record_age_p99(),
 //    pause_consumption(), resume_consumption(), stop(), joined(), destructor.
 //    (stats(), pause/resume and joined may be called from any thread.)
-//  * Lag refresher thread (started by start()): watermark queries, off the tick path.
+//  * Lag refresher thread (started by start()): watermark queries, and about once a second the
+//    group-wide lag (metadata, the group's committed offsets, every partition's watermarks),
+//    off the tick path.
 //  * Poll thread (started by start()): librdkafka polling, the rebalance and offset-commit
 //    callbacks, dispatch, pause/resume of partitions, periodic commits.
 //  * Pool workers: lane runs (the handler), then completion.
@@ -59,6 +61,32 @@ struct PartitionStatus {
   bool paused = false;
 };
 
+// The consumer group's lag over every partition of the subscribed topics, this member's or not
+// (the group's committed offsets against the high watermarks), as the lag refresher last read
+// it. A member that holds no partitions still sees the group's backlog here.
+struct GroupPartitionLag {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t high_watermark = -1;
+  int64_t committed = -1;  // the group's committed offset; -1 if none
+  int64_t lag = 0;         // high - max(committed, log start); >= 0
+};
+struct GroupTopicLag {
+  std::string topic;
+  int partitions = 0;
+  int64_t lag = 0;
+};
+struct GroupLagView {
+  bool known = false;       // a round has read every partition
+  double age_seconds = -1;  // since that round; -1 when not known
+  int64_t total_lag = 0;
+  int64_t high_watermark_sum = 0;
+  double read_at_seconds = 0;  // steady-clock seconds of that round (rates: differences)
+  std::vector<GroupTopicLag> topics;
+  std::vector<GroupPartitionLag> partitions;  // every partition of the subscribed topics
+  int partition_count() const { return static_cast<int>(partitions.size()); }
+};
+
 struct SourceStats {
   std::vector<PartitionStatus> partitions;
   int64_t total_lag = 0;
@@ -82,6 +110,7 @@ struct SourceStats {
                                       // timed in groups: then the group's time, an upper bound)
   bool paused = false;                // partitions are paused now
   int assigned_partitions = 0;
+  GroupLagView group;  // the whole group's lag (refreshed about once a second)
 };
 
 // The counters' declarations as data (for exporters), in LAGPILOT_SOURCE_COUNTERS order.

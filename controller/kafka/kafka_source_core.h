@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/kafka/group_join_watch.h"
 #include "controller/kafka/kafka_source.h"
 #include "controller/kafka/lane_scheduler.h"
 #include "controller/kafka/rdkafka_handles.h"
@@ -45,6 +46,7 @@ constexpr int kIdlePollMs = 50;           // consumer_poll timeout when nothing 
 constexpr int kRefreshQueryMaxMs = 1000;  // one watermark query at most
 constexpr int kLagRefreshMs = 250;        // the refresher's period (lag is this much older)
 constexpr int kCommittedQueryMs = 3000;   // reading the committed offsets after an assign
+constexpr int kGroupLagEveryRounds = 4;   // the group-wide lag: every 4th refresher round
 
 struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   Core(KafkaSourceConfig c, ConsumerConf cc, WorkerPool& p, MessageHandler h, const Clock& cl);
@@ -53,7 +55,8 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   KafkaSourceConfig config;
   WorkerPool& pool;
   const Clock& clock;
-  RdKafkaConf conf;  // owned until start() hands it to rd_kafka_new
+  RdKafkaConf conf;           // owned until start() hands it to rd_kafka_new
+  GroupJoinWatch join_watch;  // installed on conf; outlives rk (declared before it)
   // start() creates it, KafkaSource::stop() destroys it; reset under sched->mu (stats() reads
   // it there).
   RdKafka rk;
@@ -85,6 +88,7 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   bool streaming = false;  // the last poll took a run of messages (see poll_batch)
   bool warned_handler_time = false;
   bool warned_queue_capacity = false;
+  uint64_t commits_held = 0;  // periodic commits held back while a group join was on the wire
   uint64_t error_events = 0;
   std::vector<MessageRecord> records;                     // one poll's messages, as records
   std::vector<MessageHeaderView> header_views;            // their headers (records point into it)
@@ -99,7 +103,12 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   uint64_t refresh_rounds = 0;  // rounds completed
   void refresh_loop();
   void refresh_watermarks();  // one round (refresher thread)
-  void stop_refresher();      // control thread, before rk is closed
+  // group_lag.cpp: the group-wide lag (refresher thread); stored in group_lag (sched->mu).
+  void refresh_group_lag();
+  GroupLagView group_lag;         // sched->mu; age_seconds is filled in by stats()
+  SteadyTime group_lag_at{};      // sched->mu: when group_lag was read ({}: never)
+  bool group_lag_warned = false;  // refresher thread: a failed round was logged
+  void stop_refresher();          // control thread, before rk is closed
 
   // poll_loop.cpp
   void poll_loop();

@@ -45,6 +45,7 @@ using RdKafkaTopic = RdKafkaOwner<rd_kafka_topic_t, rd_kafka_topic_destroy>;
 using RdKafkaError = RdKafkaOwner<rd_kafka_error_t, rd_kafka_error_destroy>;
 using RdKafkaHeaders = RdKafkaOwner<rd_kafka_headers_t, rd_kafka_headers_destroy>;
 using RdKafkaMockCluster = RdKafkaOwner<rd_kafka_mock_cluster_t, rd_kafka_mock_cluster_destroy>;
+using RdKafkaMetadata = RdKafkaOwner<const rd_kafka_metadata_t, rd_kafka_metadata_destroy>;
 
 // A new, empty partition list with room for `size` entries.
 inline RdKafkaPartitionList make_partition_list(int size) {

@@ -26,6 +26,7 @@ void KafkaSource::Core::rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
 
 void KafkaSource::Core::on_rebalance(rd_kafka_resp_err_t err,
                                      rd_kafka_topic_partition_list_t* parts) {
+  join_watch.rebalanced();
   const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk.get()), "COOPERATIVE") == 0;
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     on_assign(parts, cooperative);
@@ -46,6 +47,7 @@ void KafkaSource::Core::on_assign(rd_kafka_topic_partition_list_t* parts, bool c
   std::string names;
   {
     std::lock_guard<std::mutex> lock(sched->mu);
+    if (parts->cnt > 0) ++sched->counters.rebalances;
     for (int i = 0; i < parts->cnt; ++i) {
       const rd_kafka_topic_partition_t& e = parts->elems[i];
       PartitionPtr part = sched->add_partition_locked(e.topic, e.partition);
@@ -189,10 +191,27 @@ void KafkaSource::Core::on_revoke(rd_kafka_topic_partition_list_t* parts, bool c
     }
   }
   if (!paused_parts.empty()) set_paused(paused_parts, false);  // (no seek: they are revoked)
+  std::string exposure;
   {
     std::lock_guard<std::mutex> lock(sched->mu);
-    for (auto& p : revoked) sched->remove_partition_locked(*p);
+    if (!revoked.empty()) ++sched->counters.rebalances;
+    for (auto& p : revoked) {
+      // What the next owner may deliver again: from the last acknowledged commit (or the log
+      // start, if the group has none) up to the highest offset this member consumed.
+      const int64_t consumed_to = p->tracker.next_offset();
+      const int64_t base = p->committed >= 0 ? p->committed : std::max<int64_t>(p->low, 0);
+      const int64_t uncommitted = consumed_to >= 0 ? std::max<int64_t>(0, consumed_to - base) : 0;
+      sched->counters.handed_over_uncommitted += static_cast<uint64_t>(uncommitted);
+      if (uncommitted > 0) {
+        exposure += (exposure.empty() ? "" : ", ") + partition_name(p->topic, p->partition) + " " +
+                    std::to_string(base) + ".." + std::to_string(consumed_to);
+      }
+      sched->remove_partition_locked(*p);
+    }
     assigned.store(static_cast<int>(sched->partitions.size()));
+  }
+  if (!exposure.empty()) {
+    spdlog::warn("kafka: handed over uncommitted (may be delivered again): {}", exposure);
   }
   if (cooperative) {
     if (RdKafkaError e{rd_kafka_incremental_unassign(rk.get(), parts)}) {

@@ -50,7 +50,13 @@
   X(resumes, nullptr, nullptr, true, "Times the paused partitions were resumed.")           \
   X(seek_failures, "lagpilot_fetcher_seek_failures_total", nullptr, true,                   \
     "Seeks restarting a partition's fetcher (on resume) that failed; retried every poll, "  \
-    "the partition's messages refused meanwhile.")
+    "the partition's messages refused meanwhile.")                                          \
+  X(rebalances, "lagpilot_rebalances_total", nullptr, true,                                 \
+    "Rebalance callbacks that gave this member partitions or took them away.")              \
+  X(handed_over_uncommitted, "lagpilot_rebalance_uncommitted_records_total", nullptr, true, \
+    "Offsets consumed on partitions given up (revoked or lost) beyond their last "          \
+    "acknowledged commit: at most this many records can be delivered again by the next "    \
+    "owner.")
 
 namespace lagpilot {
 

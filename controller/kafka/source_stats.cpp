@@ -25,6 +25,7 @@ void KafkaSource::Core::refresh_loop() {
   while (!refresh_stop) {
     lock.unlock();
     refresh_watermarks();
+    if (refresh_rounds % kGroupLagEveryRounds == 0) refresh_group_lag();
     lock.lock();
     ++refresh_rounds;
     refresh_cv.notify_all();
@@ -139,6 +140,10 @@ SourceStats KafkaSource::stats() const {
   s.max_handler_seconds = sched.max_handler_seconds;
   s.paused = sched.refuse_all;
   s.assigned_partitions = static_cast<int>(s.partitions.size());
+  s.group = c.group_lag;
+  if (s.group.known) {
+    s.group.age_seconds = std::chrono::duration<double>(now - c.group_lag_at).count();
+  }
   return s;
 }
 

@@ -43,6 +43,13 @@ enum MetricId {
   kNeededWorkers,
   kRecommendedReplicas,
   kLastTickTimestamp,
+  kGroupLag,
+  kGroupPartitions,
+  kGroupArrivalRate,
+  kGroupLagAge,
+  kStandby,
+  kPartitionSkew,
+  kSkewDetected,
   kRecommendedProducerRate,
   kRecommendedProducerBurst,
   kMetricCount
@@ -106,11 +113,32 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
      "per-worker throughput; the current pool size until a throughput has been measured. Sum "
      "it over a fleet and divide by max workers for the replica count."},
     {"lagpilot_recommended_replicas",
-     "Consumer processes of max workers each that this process's load needs: "
-     "max(1, ceil(needed workers / max workers)). At least 1 per process: for a fleet use "
-     "sum(lagpilot_needed_workers) / max workers instead of summing this."},
+     "Consumer processes of max workers each that the whole consumer group needs: "
+     "min(partitions, max(1, ceil(group needed workers / max workers))), from the group's lag "
+     "and arrival rate and this process's per-worker throughput (this process's own load "
+     "until the group's lag has been read). Every member reports it: scale on the max over "
+     "members (a standby that has measured nothing reports 1)."},
     {"lagpilot_last_tick_timestamp_seconds",
      "Unix time of the last control tick; alert when it stops advancing."},
+    {"lagpilot_group_lag",
+     "Messages behind for the whole consumer group, over every partition of the subscribed "
+     "topics (the group's committed offsets against the high watermarks), whichever member "
+     "holds them: the series without labels is the total, those with a topic label per "
+     "topic."},
+    {"lagpilot_group_partitions", "Partitions of the subscribed topics (the whole group's)."},
+    {"lagpilot_group_arrival_rate_messages_per_second",
+     "Messages produced per second to all partitions of the subscribed topics."},
+    {"lagpilot_group_lag_age_seconds",
+     "Age of the group-wide lag at the last tick (it is read about once a second); -1 until "
+     "read."},
+    {"lagpilot_standby", "1 while this member holds no partitions, else 0."},
+    {"lagpilot_partition_skew_ratio",
+     "Arrival rate of the hottest partition of the group over the mean per partition (1: "
+     "even; 0 until measured)."},
+    {"lagpilot_partition_skew_detected",
+     "1 while this member's pool is at its max, its own partitions take a larger share of "
+     "the arrivals than of the partitions (1.5x or more), and the hottest partition takes 3x "
+     "the mean or more: more members would not help, more partitions or other keys would."},
     {"lagpilot_recommended_producer_rate",
      "Messages per second a producer should keep to: the sustainable rate at max workers less "
      "the burst headroom (GET /v1/pacing says where the figure came from and its age; 0 until "
@@ -188,8 +216,8 @@ int CapacityEstimator::recommended_replicas(double needed_workers, int max_worke
   return std::max(1, static_cast<int>(replicas));
 }
 
-const CapacityEstimator::Estimate& CapacityEstimator::update(const Observation& o,
-                                                             int max_workers) {
+const CapacityEstimator::Estimate& CapacityEstimator::update(const Observation& o, int max_workers,
+                                                             const GroupDemand* group) {
   if (std::isfinite(o.processed_rate) && std::isfinite(o.busy_workers) && o.processed_rate > 0 &&
       o.busy_workers >= kMinBusyWorkers) {
     estimate_.per_worker_rate = o.processed_rate / o.busy_workers;
@@ -204,6 +232,19 @@ const CapacityEstimator::Estimate& CapacityEstimator::update(const Observation& 
     estimate_.needed_workers = std::max(0, o.current_workers);
   }
   estimate_.recommended_replicas = recommended_replicas(estimate_.needed_workers, max_workers);
+  estimate_.group_wide = group != nullptr && group->partitions > 0;
+  estimate_.group_needed_workers = 0;
+  if (estimate_.group_wide) {
+    int replicas = 1;
+    if (estimate_.rate_measured) {
+      const double demand = non_negative(group->arrival_rate) +
+                            non_negative(static_cast<double>(group->total_lag)) / catch_up_seconds_;
+      estimate_.group_needed_workers =
+          std::min(demand / estimate_.per_worker_rate, kMaxNeededWorkers);
+      replicas = recommended_replicas(estimate_.group_needed_workers, max_workers);
+    }
+    estimate_.recommended_replicas = std::min(replicas, group->partitions);
+  }
   return estimate_;
 }
 
@@ -243,6 +284,14 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
       needed_workers_(gauge(*registry_, kNeededWorkers)),
       recommended_replicas_(gauge(*registry_, kRecommendedReplicas)),
       last_tick_timestamp_(gauge(*registry_, kLastTickTimestamp)),
+      group_lag_(gauge_family(*registry_, kGroupLag)),
+      group_total_lag_(group_lag_.Add({})),
+      group_partitions_(gauge(*registry_, kGroupPartitions)),
+      group_arrival_rate_(gauge(*registry_, kGroupArrivalRate)),
+      group_lag_age_(gauge(*registry_, kGroupLagAge)),
+      standby_(gauge(*registry_, kStandby)),
+      partition_skew_(gauge(*registry_, kPartitionSkew)),
+      skew_detected_(gauge(*registry_, kSkewDetected)),
       producer_rate_(gauge(*registry_, kRecommendedProducerRate)),
       producer_burst_(gauge(*registry_, kRecommendedProducerBurst)),
       capacity_(catch_up_seconds),
@@ -264,6 +313,7 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
     }
   }
   recommended_replicas_.Set(1);
+  group_lag_age_.Set(-1);
 }
 
 std::vector<std::string> RuntimeMetrics::metric_names() {
@@ -376,11 +426,16 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
     policy_info_gauge_->Set(1);
     policy_info_name_ = d.policy;
   }
-  const CapacityEstimator::Estimate& capacity = capacity_.update(o, guards.max_workers);
+  const GroupLagView& gv = s.group;
+  CapacityEstimator::GroupDemand demand{report.group.arrival_rate, gv.total_lag,
+                                        gv.partition_count()};
+  const CapacityEstimator::Estimate& capacity =
+      capacity_.update(o, guards.max_workers, gv.known ? &demand : nullptr);
   worker_throughput_.Set(capacity.per_worker_rate);
   needed_workers_.Set(capacity.needed_workers);
   recommended_replicas_.Set(capacity.recommended_replicas);
   last_tick_timestamp_.Set(now_epoch_seconds);
+  nlohmann::json group = record_group(report, guards, capacity);
   const PacingRecommendation& pace = pacing_.update(o, guards.max_workers, now_epoch_seconds);
   producer_rate_.Set(pace.available ? pace.rate : 0);
   producer_burst_.Set(pace.available ? pace.burst : 0);
@@ -411,10 +466,14 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
       {"unfinished", s.unfinished},
       {"pending", s.pending},
       {"recommended_replicas", capacity.recommended_replicas},
+      {"role", s.assigned_partitions > 0 ? "active" : "standby"},
+      {"group", std::move(group)},
       {"capacity",
        {{"per_worker_rate", capacity.per_worker_rate},
         {"rate_measured", capacity.rate_measured},
         {"needed_workers", capacity.needed_workers},
+        {"group_wide", capacity.group_wide},
+        {"group_needed_workers", capacity.group_needed_workers},
         {"catch_up_seconds", capacity_.catch_up_seconds()}}},
       {"pacing", pacing_json(pace, now_epoch_seconds)},
   };
@@ -430,6 +489,60 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
 PacingRecommendation RuntimeMetrics::pacing() const {
   std::lock_guard lock(status_mutex_);
   return pacing_now_;
+}
+
+// The group-wide gauges, and the status's "group" object: the group's lag (total, per topic),
+// its arrival rate, the partition skew and the partitions-per-member hint.
+nlohmann::json RuntimeMetrics::record_group(const TickReport& report, const GuardConfig& guards,
+                                            const CapacityEstimator::Estimate& capacity) {
+  const GroupLagView& gv = report.source.group;
+  const GroupSample& g = report.group;
+  const Observation& o = report.observation;
+  standby_.Set(report.source.assigned_partitions > 0 ? 0 : 1);
+  group_lag_age_.Set(gv.known ? gv.age_seconds : -1);
+  if (!gv.known) return {{"known", false}};
+  group_total_lag_.Set(static_cast<double>(gv.total_lag));
+  group_partitions_.Set(gv.partition_count());
+  group_arrival_rate_.Set(g.arrival_rate);
+  nlohmann::json topics = nlohmann::json::array();
+  for (const GroupTopicLag& t : gv.topics) {
+    prometheus::Gauge*& gauge = group_topic_gauges_[t.topic];
+    if (!gauge) gauge = &group_lag_.Add({{"topic", t.topic}});
+    gauge->Set(static_cast<double>(t.lag));
+    topics.push_back({{"topic", t.topic}, {"partitions", t.partitions}, {"lag", t.lag}});
+  }
+  const double skew = g.mean_partition_rate > 0 ? g.hottest_rate / g.mean_partition_rate : 0;
+  partition_skew_.Set(skew);
+  const bool pool_at_max = o.current_workers >= guards.max_workers &&
+                           o.busy_workers >= 0.9 * static_cast<double>(guards.max_workers);
+  const bool own_hot =
+      g.own_partition_share > 0 && g.own_arrival_share >= 1.5 * g.own_partition_share;
+  const bool skewed = pool_at_max && own_hot && skew >= 3;
+  skew_detected_.Set(skewed ? 1 : 0);
+  const int replicas = std::max(1, capacity.recommended_replicas);
+  const int per_member = (gv.partition_count() + replicas - 1) / replicas;
+  nlohmann::json j = {{"known", true},
+                      {"age_seconds", gv.age_seconds},
+                      {"total_lag", gv.total_lag},
+                      {"partitions", gv.partition_count()},
+                      {"topics", std::move(topics)},
+                      {"arrival_rate", g.arrival_rate},
+                      {"partitions_per_instance", per_member},
+                      {"skew",
+                       {{"ratio", skew},
+                        {"hottest_partition", g.hottest_partition},
+                        {"hottest_rate", g.hottest_rate},
+                        {"mean_partition_rate", g.mean_partition_rate},
+                        {"own_arrival_share", g.own_arrival_share},
+                        {"own_partition_share", g.own_partition_share},
+                        {"detected", skewed}}}};
+  if (skewed) {
+    j["skew"]["advice"] = g.hottest_partition + " receives " + std::to_string(skew).substr(0, 4) +
+                          "x the mean partition's rate and this pool is at its max: one "
+                          "partition is consumed by one member, so more members do not help; "
+                          "spread its keys or add partitions";
+  }
+  return j;
 }
 
 nlohmann::json RuntimeMetrics::last_tick_status() const {

@@ -64,15 +64,24 @@
 //                                              to keep up and drain the backlog within the
 //                                              catch-up time (CapacityEstimator)
 //   lagpilot_recommended_replicas              gauge: consumer processes of max_workers
-//                                              workers each that this process's load needs:
-//                                              max(1, ceil(needed_workers / max_workers)).
-//                                              Per process, it is >= 1 by construction, so a
-//                                              fleet-wide sum() never drops below the replica
-//                                              count; for a fleet, scale on
-//                                              sum(lagpilot_needed_workers) / max workers
+//                                              workers each that the whole group needs,
+//                                              capped at the partition count (group-wide
+//                                              CapacityEstimator below; this process's own
+//                                              load until the group's lag is read). Members
+//                                              agree on it: scale on its max over members
 //                                              (docs/kubernetes.md).
 //   lagpilot_last_tick_timestamp_seconds       gauge: Unix time of the last tick (alert when
 //                                              time() - it exceeds a few ticks)
+//   lagpilot_group_lag{topic}                  gauge: the whole group's lag, every partition
+//                                              of the subscribed topics (no label: total)
+//   lagpilot_group_partitions                  gauge: partitions of the subscribed topics
+//   lagpilot_group_arrival_rate_messages_per_second  gauge: into all of them
+//   lagpilot_group_lag_age_seconds             gauge: age of the group view at the tick
+//   lagpilot_standby                           gauge 0/1: this member holds no partitions
+//   lagpilot_partition_skew_ratio              gauge: hottest partition's rate / the mean
+//   lagpilot_partition_skew_detected           gauge 0/1: pool at max on hot own partitions
+//                                              while the group is skewed (more members would
+//                                              not help)
 //   lagpilot_recommended_producer_rate         gauge: messages/s a producer should keep to
 //                                              (PacingEstimator, pacing.h; 0 until known)
 //   lagpilot_recommended_producer_burst_messages  gauge: the token-bucket size that goes with it
@@ -126,6 +135,16 @@ namespace lagpilot {
 // size. A negative or non-finite arrival rate or lag counts as 0. needed_workers is capped at
 // kMaxNeededWorkers (a nearly-zero measured rate must not overflow the replica count).
 //
+// Group-wide (when the source can read the whole consumer group's lag): the same formula over
+// the group's arrival rate and lag gives the workers the whole group needs, and
+//
+//   replicas       = min(partitions, max(1, ceil(group needed workers / max_workers)))
+//
+// (a partition is consumed by one member at a time: more members than partitions idle). Every
+// member computes it from the same broker data and its own per-worker rate, so members agree
+// to within the noise of that rate; a member that has never measured a rate (a standby)
+// recommends 1, which is why a fleet scales on the max over members, not the sum.
+//
 // Thread-safety: not thread-safe; one owner (RuntimeMetrics calls it from the control thread).
 class CapacityEstimator {
  public:
@@ -138,6 +157,15 @@ class CapacityEstimator {
     double per_worker_rate = 0;  // messages/s per busy worker (0 until measured)
     double needed_workers = 0;   // see the formula above
     int recommended_replicas = 1;
+    bool group_wide = false;          // recommended_replicas comes from the group's figures
+    double group_needed_workers = 0;  // the whole group's (0 unless group_wide)
+  };
+
+  // The whole consumer group's demand (every partition of the subscribed topics).
+  struct GroupDemand {
+    double arrival_rate = 0;
+    int64_t total_lag = 0;
+    int partitions = 0;
   };
 
   // Throws std::invalid_argument unless catch_up_seconds is finite and > 0.
@@ -145,7 +173,9 @@ class CapacityEstimator {
 
   // Folds in one tick's observation; `max_workers` is the per-process maximum in force
   // (< 1 counts as 1). Returns the new estimate (also kept in last()).
-  const Estimate& update(const Observation& observation, int max_workers);
+  // With `group` (not null), recommended_replicas is the group-wide figure.
+  const Estimate& update(const Observation& observation, int max_workers,
+                         const GroupDemand* group = nullptr);
   const Estimate& last() const { return estimate_; }
   double catch_up_seconds() const { return catch_up_seconds_; }
 
@@ -195,6 +225,8 @@ class RuntimeMetrics {
   using Labels = std::map<std::string, std::string>;
   void add_delta(prometheus::Counter& counter, uint64_t now_value, uint64_t& last_value);
   void record_latency_histogram(const PoolWindow& window);
+  nlohmann::json record_group(const TickReport& report, const GuardConfig& guards,
+                              const CapacityEstimator::Estimate& capacity);
 
   std::shared_ptr<prometheus::Registry> registry_;
 
@@ -223,6 +255,14 @@ class RuntimeMetrics {
   prometheus::Gauge& needed_workers_;
   prometheus::Gauge& recommended_replicas_;
   prometheus::Gauge& last_tick_timestamp_;
+  prometheus::Family<prometheus::Gauge>& group_lag_;
+  prometheus::Gauge& group_total_lag_;
+  prometheus::Gauge& group_partitions_;
+  prometheus::Gauge& group_arrival_rate_;
+  prometheus::Gauge& group_lag_age_;
+  prometheus::Gauge& standby_;
+  prometheus::Gauge& partition_skew_;
+  prometheus::Gauge& skew_detected_;
   prometheus::Gauge& producer_rate_;
   prometheus::Gauge& producer_burst_;
 
@@ -238,6 +278,7 @@ class RuntimeMetrics {
   CapacityEstimator capacity_;
   PacingEstimator pacing_;
   std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> partition_gauges_;
+  std::map<std::string, prometheus::Gauge*> group_topic_gauges_;
   prometheus::Gauge* policy_info_gauge_ = nullptr;
   std::string policy_info_name_;
   uint64_t last_source_counters_[kSourceCounters] = {};  // cumulative values at the last tick

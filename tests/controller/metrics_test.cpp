@@ -65,6 +65,57 @@ struct MetricsFixture {
   }
 };
 
+// The group view: lag per topic and in total, standby, and skew (the pool at its max on this
+// member's hot partition while the rest of the group idles).
+TickReport group_report(int workers, double busy, int own_partitions) {
+  TickReport r = report(workers, workers, workers);
+  r.observation.busy_workers = busy;
+  r.source.assigned_partitions = own_partitions;
+  for (int i = 0; i < own_partitions; ++i) r.source.partitions.push_back(partition("t", i, 10));
+  GroupLagView& g = r.source.group;
+  g.known = true;
+  g.age_seconds = 0.4;
+  g.total_lag = 900;
+  for (int i = 0; i < 6; ++i) g.partitions.push_back({"t", i, 1000, 850, 150});
+  g.topics = {{"t", 6, 900}};
+  r.group.arrival_rate = 1200;
+  r.group.hottest_partition = "t[0]";
+  r.group.hottest_rate = 700;
+  r.group.mean_partition_rate = 200;
+  r.group.own_partition_share = own_partitions / 6.0;
+  r.group.own_arrival_share = own_partitions > 0 ? 700.0 / 1200 : 0;
+  return r;
+}
+
+TEST(RuntimeMetrics, GroupLagStandbyAndSkewAreExportedAndInTheStatus) {
+  MetricsFixture f;
+  f.guards.max_workers = 16;
+  f.tick(group_report(16, 15.8, 1));  // pool at max, one of six partitions, 58 % of arrivals
+  const std::string text = f.metrics.render();
+  EXPECT_EQ(sample(text, "lagpilot_group_lag"), 900);
+  EXPECT_EQ(sample(text, "lagpilot_group_lag{topic=\"t\"}"), 900);
+  EXPECT_EQ(sample(text, "lagpilot_group_partitions"), 6);
+  EXPECT_EQ(sample(text, "lagpilot_group_arrival_rate_messages_per_second"), 1200);
+  EXPECT_EQ(sample(text, "lagpilot_standby"), 0);
+  EXPECT_DOUBLE_EQ(sample(text, "lagpilot_partition_skew_ratio"), 3.5);
+  EXPECT_EQ(sample(text, "lagpilot_partition_skew_detected"), 1);
+  auto status = f.metrics.last_tick_status();
+  EXPECT_EQ(status["role"], "active");
+  EXPECT_EQ(status["group"]["total_lag"], 900);
+  EXPECT_TRUE(status["group"]["skew"]["detected"].get<bool>());
+  EXPECT_NE(status["group"]["skew"]["advice"].get<std::string>().find("t[0]"), std::string::npos);
+  // The same group with this member's pool far from its max: no skew finding.
+  f.tick(group_report(8, 7.9, 1));
+  EXPECT_EQ(sample(f.metrics.render(), "lagpilot_partition_skew_detected"), 0);
+  // A member with no partitions: a standby, which still reports the group's lag.
+  f.tick(group_report(4, 0, 0));
+  EXPECT_EQ(sample(f.metrics.render(), "lagpilot_standby"), 1);
+  status = f.metrics.last_tick_status();
+  EXPECT_EQ(status["role"], "standby");
+  EXPECT_EQ(status["group"]["total_lag"], 900);
+  EXPECT_FALSE(status["group"]["skew"]["detected"].get<bool>());
+}
+
 TEST(RuntimeMetrics, CountersFollowTheDeltasOfCumulativeSourceCounters) {
   MetricsFixture f;
   auto r = report(4, 4, 4);
@@ -440,6 +491,41 @@ TEST(RuntimeMetrics, PromtoolAcceptsTheTextPage) {
   std::remove(path.c_str());
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output, "");
+}
+
+}  // namespace
+}  // namespace lagpilot
+
+namespace lagpilot {
+namespace {
+
+TEST(CapacityEstimator, GroupWideReplicasComeFromTheWholeGroupAndStopAtThePartitionCount) {
+  CapacityEstimator estimator(60);
+  // This member: 100/s per worker, its own partitions need 10 workers (1 process of 16).
+  // The group: 3000/s + 120000 behind / 60 s = 5000/s -> 50 workers -> 4 processes of 16.
+  const CapacityEstimator::GroupDemand group{3000, 120000, 12};
+  auto e = estimator.update(load(1000, 0, 400, 4, 16), 16, &group);
+  EXPECT_TRUE(e.group_wide);
+  EXPECT_DOUBLE_EQ(e.needed_workers, 10);
+  EXPECT_DOUBLE_EQ(e.group_needed_workers, 50);
+  EXPECT_EQ(e.recommended_replicas, 4);
+  // The same demand on 3 partitions: a fourth member would get none.
+  const CapacityEstimator::GroupDemand narrow{3000, 120000, 3};
+  EXPECT_EQ(estimator.update(load(1000, 0, 400, 4, 16), 16, &narrow).recommended_replicas, 3);
+  // Without the group's figures: this member's own load.
+  e = estimator.update(load(1000, 0, 400, 4, 16), 16);
+  EXPECT_FALSE(e.group_wide);
+  EXPECT_EQ(e.recommended_replicas, 1);
+}
+
+TEST(CapacityEstimator, AStandbyThatHasMeasuredNothingRecommendsOne) {
+  CapacityEstimator estimator(60);
+  // No partitions, nothing processed: no per-worker rate, whatever the group's backlog.
+  const CapacityEstimator::GroupDemand group{3000, 900000, 12};
+  const auto e = estimator.update(load(0, 0, 0, 0, 4), 16, &group);
+  EXPECT_FALSE(e.rate_measured);
+  EXPECT_TRUE(e.group_wide);
+  EXPECT_EQ(e.recommended_replicas, 1);  // the max over members ignores it
 }
 
 }  // namespace

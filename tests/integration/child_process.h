@@ -41,7 +41,8 @@ inline std::string shell_quote(const std::string& s) {
 // A child process with its stdout on a pipe (stderr goes to a file, or /dev/null).
 class ChildProcess {
  public:
-  explicit ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path = "/dev/null") {
+  explicit ChildProcess(const std::vector<std::string>& argv,
+                        const std::string& stderr_path = "/dev/null") {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     pid_ = ::fork();
@@ -96,5 +97,14 @@ class ChildProcess {
   FILE* out_ = nullptr;
   int exit_code_ = -1;
 };
+
+// `lagpilot broker`'s first stdout line: its bootstrap servers. Throws if it is not one.
+inline std::string start_broker(ChildProcess& broker) {
+  const std::string bootstrap = broker.read_line();
+  if (bootstrap.find(':') == std::string::npos) {
+    throw std::runtime_error("broker did not print bootstrap servers: '" + bootstrap + "'");
+  }
+  return bootstrap;
+}
 
 }  // namespace lagpilot::testing

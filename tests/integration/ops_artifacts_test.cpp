@@ -156,7 +156,10 @@ TEST(OpsArtifacts, KedaScaledObjectQueriesExportedMetrics) {
   const auto queries = yaml_values(path, "query");
   ASSERT_EQ(queries.size(), 1u);
   const auto seen = expect_exported(queries);
-  EXPECT_TRUE(seen.count("lagpilot_needed_workers")) << queries[0].expr;
+  // The group-wide figure, taken as the max over members (docs/kubernetes.md: not the sum).
+  EXPECT_TRUE(seen.count("lagpilot_recommended_replicas")) << queries[0].expr;
+  EXPECT_NE(queries[0].expr.find("max("), std::string::npos) << queries[0].expr;
+  EXPECT_EQ(queries[0].expr.find("sum("), std::string::npos) << queries[0].expr;
   const std::string text = read_text_file(path);
   EXPECT_NE(text.find("kind: ScaledObject"), std::string::npos);
   EXPECT_NE(text.find("type: prometheus"), std::string::npos);

@@ -21,6 +21,7 @@ using testing::ChildProcess;
 using testing::kBinary;
 using testing::run_command;
 using testing::shell_quote;
+using testing::start_broker;
 
 const testing::ScratchDir kScratch("lagpilot-it");
 
@@ -76,14 +77,6 @@ TEST(RunCli, BadFlagsExitTwo) {
   for (const char* sub : {"sim", "run", "broker", "produce"}) {
     EXPECT_NE(help.output.find(sub), std::string::npos) << sub;
   }
-}
-
-std::string start_broker(ChildProcess& broker) {
-  const std::string bootstrap = broker.read_line();
-  if (bootstrap.find(':') == std::string::npos) {
-    throw std::runtime_error("broker did not print bootstrap servers: '" + bootstrap + "'");
-  }
-  return bootstrap;
 }
 
 TEST(BrokerCli, KcatProducesAndConsumes) {

@@ -20,14 +20,6 @@ namespace {
 const ScratchDir kScratch("lagpilot-sinks-cli");
 const std::string kExamples = std::string(LAGPILOT_SOURCE_DIR) + "/examples/";
 
-std::string start_broker(ChildProcess& broker) {
-  const std::string bootstrap = broker.read_line();
-  if (bootstrap.find(':') == std::string::npos) {
-    throw std::runtime_error("broker did not print bootstrap servers: '" + bootstrap + "'");
-  }
-  return bootstrap;
-}
-
 // Starts examples/http-sink/server.py on a free port; returns its URL.
 std::string start_service(ChildProcess& service) {
   const std::string line = service.read_line();  // "listening on http://127.0.0.1:PORT"

@@ -1,0 +1,56 @@
+#pragma once
+// GroupJoinWatch: tells the source when a consumer-group join is on the wire, so that it does
+// not send offset commits that would race the join.
+//
+// Why: a broker answers the requests of one connection in order, and it holds a JoinGroup
+// until every member has rejoined (the mock cluster: up to session.timeout.ms - 1 s). A commit
+// sent after our JoinGroup waits behind it and is then refused with ILLEGAL_GENERATION, because
+// the join bumped the generation. librdkafka 2.0 answers that error by forgetting its
+// generation: the SyncGroup that follows fails too, the whole assignment is declared lost, and
+// everything since the last good commit is delivered again (librdkafka fixed this in 2.10,
+// issue #4908; Debian 12 ships 2.0). So the source holds its commits from the moment a
+// JoinGroup is written until a SyncGroup answer arrives; the commit in the revoke callback (the
+// one that matters, after the sync) is not held.
+//
+// It watches the wire with librdkafka interceptors (on_request_sent, on_response_received),
+// which run on librdkafka's broker threads; joining() may be called from any thread.
+//
+// Lifetime: install() before rd_kafka_new() on the conf that is handed to it; the object must
+// outlive the rd_kafka_t made from that conf.
+
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace lagpilot {
+
+class GroupJoinWatch {
+ public:
+  GroupJoinWatch() = default;
+  GroupJoinWatch(const GroupJoinWatch&) = delete;
+  GroupJoinWatch& operator=(const GroupJoinWatch&) = delete;
+
+  // Registers the interceptors on conf. Throws std::runtime_error if librdkafka refuses.
+  void install(rd_kafka_conf_t* conf);
+
+  // True from a JoinGroup written until the next SyncGroup answer (or a failed JoinGroup).
+  bool joining() const { return joining_.load(std::memory_order_acquire); }
+  // A rebalance callback ran: whatever join there was has ended (a fallback, should a SyncGroup
+  // answer never be seen). Poll thread.
+  void rebalanced() { joining_.store(false, std::memory_order_release); }
+  // JoinGroup requests seen (each membership change costs at least one).
+  uint64_t joins() const { return joins_.load(std::memory_order_relaxed); }
+
+  // Test seam: what the interceptors do, without a broker.
+  void on_request_sent(int16_t api_key);
+  void on_response_received(int16_t api_key, rd_kafka_resp_err_t err);
+
+ private:
+  static rd_kafka_resp_err_t on_new(rd_kafka_t* rk, const rd_kafka_conf_t* conf, void* opaque,
+                                    char* errstr, size_t errstr_size);
+  std::atomic<bool> joining_{false};  // atomic: written on broker threads, read on any thread
+  std::atomic<uint64_t> joins_{0};    // atomic: as joining_
+};
+
+}  // namespace lagpilot
