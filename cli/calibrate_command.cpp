@@ -18,6 +18,7 @@
 #include "controller/calibration/live_calibration.h"
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/synthetic_handler.h"
+#include "controller/metrics/pacing.h"
 #include "controller/steady_clock.h"
 #include "sim/consumer_model.h"
 #include "sim/simulation.h"
@@ -214,10 +215,10 @@ CommandMain add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--warmup", o->warmup, "Part of each dwell discarded before measuring")
       ->capture_default_str();
-  app.add_option("--headroom", o->headroom,
-                 "Burst headroom: rate limit = sustained rate at the largest size x (1 - headroom)")
-      ->check(CLI::Range(0.0, 0.99))
-      ->capture_default_str();
+  auto* headroom = app.add_option(
+      "--headroom", o->headroom,
+      "Burst headroom, 0.2 to 0.3: rate limit = sustained rate at max workers x (1 - headroom) "
+      "(default: the config's pacing.headroom, 0.25)");
   app.add_option("--keys", o->keys, "Distinct keys of the saturating producer (0: null keys)")
       ->capture_default_str();
   app.add_option("--write-config", o->write_config,
@@ -232,7 +233,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
       "the config's synthetic handler, steps 1,2,4,8,16, dwell 5 s with 1 s warm-up: about\n"
       "30 s in all. Exit 1 if interrupted or if nothing could be fitted. See docs/calibrate.md.");
 
-  return [o]() -> int {
+  return [o, headroom]() -> int {
     AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     if (o->embedded_broker) cfg.runtime.broker = "embedded";
     if (!o->bootstrap.empty()) {
@@ -253,7 +254,8 @@ CommandMain add_calibrate_command(CLI::App& app) {
     if (!o->steps.empty()) options.steps = parse_steps(o->steps);
     options.dwell_seconds = parse_duration("--dwell", o->dwell);
     options.warmup_seconds = parse_duration("--warmup", o->warmup);
-    options.headroom = o->headroom;
+    options.headroom = headroom->count() > 0 ? o->headroom : cfg.runtime.pacing.headroom;
+    PacingConfig::check_headroom(options.headroom, "--headroom");
     try {
       options.validate();
     } catch (const std::invalid_argument& e) {
@@ -334,6 +336,11 @@ CommandMain add_calibrate_command(CLI::App& app) {
     record["dwell_seconds"] = options.dwell_seconds;
     record["warmup_seconds"] = options.warmup_seconds;
     record["produced"] = produced.produced;
+    // The producer pacing recommendation at max workers: the measured rate if the largest step
+    // was guards.max_workers, else the fit there (controller/metrics/pacing.h).
+    const PacingRecommendation pace = PacingRecommendation::from_calibration(
+        record, cfg.guards.max_workers, options.headroom, cfg.runtime.tick_seconds);
+    record["pacing"] = pacing_json(pace, pace.as_of_unix_seconds);
     record["mapping"] =
         "sim.model.service_mean_seconds = 1 / lambda, usl_sigma = sigma, usl_kappa = kappa, "
         "downstream_capacity = 0; policy.params.fit = {lambda, sigma, kappa}";
@@ -345,7 +352,14 @@ CommandMain add_calibrate_command(CLI::App& app) {
                 << " partitions), synthetic handler " << h.service_mean_seconds * 1e3
                 << " ms mean, dwell " << options.dwell_seconds << " s (" << options.warmup_seconds
                 << " s warm-up)\n\n"
-                << result.format_table() << std::flush;
+                << result.format_table();
+      if (pace.available) {
+        std::cout << "producer pacing at " << pace.max_workers
+                  << " max workers: " << std::llround(pace.rate) << " msg/s, token-bucket burst "
+                  << std::llround(pace.burst) << " (source " << pace.source << ", "
+                  << std::lround(pace.headroom * 100) << " % headroom)\n";
+      }
+      std::cout << std::flush;
     }
     if (produced.failed > 0) {
       spdlog::warn("calibrate: {} of {} produced messages failed", produced.failed,

@@ -20,5 +20,6 @@ CommandMain add_produce_command(CLI::App& app);
 CommandMain add_ctl_command(CLI::App& app);  // client of a running `run`'s control API
 CommandMain add_tune_command(CLI::App& app);  // search a policy's parameters (sim/tuner.h)
 CommandMain add_calibrate_command(CLI::App& app);  // measure the live consumer, fit the USL
+CommandMain add_advise_command(CLI::App& app);     // check a config against the practice
 
 }  // namespace lagpilot::cli

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   add("tune", "Search a policy's parameters on traces (grid, random, Nelder-Mead)", lagpilot::cli::add_tune_command);
   add("ctl", "Control a running `lagpilot run` through its HTTP API", lagpilot::cli::add_ctl_command);
   add("calibrate", "Measure the consumer's true rate per pool size and fit its scaling curve", lagpilot::cli::add_calibrate_command);
+  add("advise", "Check a config and a calibration against the practice (exit 1 on findings)",
+      lagpilot::cli::add_advise_command);
 
   try {
     app.parse(argc, argv);

@@ -62,6 +62,19 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
+TrafficConfig TrafficConfig::from_json(const nlohmann::json& j, const std::string& path) {
+  TrafficConfig c;
+  JsonObjectReader r(j, path);
+  r.read_enum("training_and_online_share", c.training_and_online_share,
+              {"none", "cluster", "topic"});
+  r.finish();
+  return c;
+}
+
+nlohmann::json TrafficConfig::to_json() const {
+  return {{"training_and_online_share", training_and_online_share}};
+}
+
 AppConfig AppConfig::from_json(const nlohmann::json& root, const SectionCheck& check) {
   AppConfig c;
   JsonObjectReader r(root, "");
@@ -77,6 +90,7 @@ AppConfig AppConfig::from_json(const nlohmann::json& root, const SectionCheck& c
     c.sim = *s;
   }
   if (r.has("http")) c.http = HttpApiConfig::from_json(*r.raw("http"), "http");
+  if (r.has("traffic")) c.traffic = TrafficConfig::from_json(*r.raw("traffic"), "traffic");
   if (const nlohmann::json* cal = r.raw("calibration"); cal && !cal->is_null()) {
     if (!cal->is_object()) throw ConfigError("calibration", "must be a JSON object");
     c.calibration = *cal;
@@ -103,6 +117,7 @@ nlohmann::json AppConfig::to_json() const {
   root["guards"] = guards.to_json();
   root["sim"] = sim;
   root["http"] = http.to_json();
+  root["traffic"] = traffic.to_json();
   runtime.write_keys(root);
   if (!calibration.is_null()) root["calibration"] = calibration;
   return root;

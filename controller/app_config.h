@@ -7,6 +7,8 @@
 //     "http": {...},                                 control API + /metrics (run, Service)
 //     "calibration": {...},                          record of `lagpilot calibrate` (not read)
 //     "lag_slo": 10000,                              the lag SLO of run, sim, tune, calibrate
+//     "traffic": {...},                              what the cluster and topics carry (advise)
+//     "pacing": {"headroom": 0.25},                  producer pacing (GET /v1/pacing)
 //     ...RuntimeConfig keys...                       broker, kafka, pool, handler, ... }
 //
 // Loaded and validated once; every error names the file and the JSON path. Missing keys keep
@@ -51,6 +53,19 @@ class ConfigFileError : public std::runtime_error {
   int column_ = 0;
 };
 
+// "traffic": what this consumer's Kafka cluster and topics carry besides its own traffic. Only
+// the config advice reads it (`lagpilot advise`, the start-up warnings of `lagpilot run`):
+// training and online traffic on one cluster or topic is a finding.
+struct TrafficConfig {
+  // "none" (default): nothing said, or one kind of traffic only; "cluster": the Kafka cluster
+  // carries training and online traffic together; "topic": the topics this consumer reads do.
+  std::string training_and_online_share = "none";
+
+  // Reads {"training_and_online_share"}; throws ConfigError naming the JSON path.
+  static TrafficConfig from_json(const nlohmann::json& j, const std::string& path = "traffic");
+  nlohmann::json to_json() const;
+};
+
 struct AppConfig {
   std::string policy_name = "hybrid";
   nlohmann::json policy_params = nlohmann::json::object();
@@ -59,6 +74,7 @@ struct AppConfig {
   nlohmann::json sim = nlohmann::json::object();
   RuntimeConfig runtime;  // includes the top-level "lag_slo" (runtime.lag_slo)
   HttpApiConfig http;     // "http": the control API and /metrics
+  TrafficConfig traffic;  // "traffic": for the config advice only
   // "calibration": what `lagpilot calibrate` measured, for humans (any JSON object, kept as
   // is; nothing reads it). null when absent.
   nlohmann::json calibration = nullptr;

@@ -165,6 +165,7 @@ void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
   root.read("shutdown_timeout_seconds", c.shutdown_timeout_seconds, 0.0, 3600.0);
   root.read("lag_slo", c.lag_slo, 0.0, 1e15);
   root.read("catch_up_seconds", c.catch_up_seconds, 1.0, 86400.0);
+  if (root.has("pacing")) c.pacing = PacingConfig::from_json(*root.raw("pacing"), "pacing");
 }
 
 void RuntimeConfig::write_keys(nlohmann::json& root) const {
@@ -182,6 +183,7 @@ void RuntimeConfig::write_keys(nlohmann::json& root) const {
   root["shutdown_timeout_seconds"] = shutdown_timeout_seconds;
   root["lag_slo"] = lag_slo;
   root["catch_up_seconds"] = catch_up_seconds;
+  root["pacing"] = pacing.to_json();
 }
 
 ConsumerRuntime::ConsumerRuntime(RuntimeConfig config, std::unique_ptr<Policy> policy,

@@ -13,6 +13,7 @@
 
 #include "controller/handler_config.h"
 #include "controller/kafka/kafka_source.h"
+#include "controller/metrics/pacing.h"
 #include "controller/metrics/tick_report.h"
 #include "controller/pool/worker_pool.h"
 #include "controller/sinks/failure_policy.h"
@@ -38,6 +39,8 @@ struct RuntimeConfig {
   // Capacity estimate (lagpilot_needed_workers, lagpilot_recommended_replicas): the backlog is
   // to be drained within this many seconds on top of the arrivals (CapacityEstimator).
   double catch_up_seconds = 60;
+  // "pacing": the burst headroom of the producer pacing recommendation (GET /v1/pacing).
+  PacingConfig pacing;
 
   // Reads this struct's keys from the top-level config object (leaves other keys alone).
   static void read_keys(JsonObjectReader& root, RuntimeConfig& config);

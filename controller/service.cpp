@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "controller/api/http_api.h"
+#include "controller/config_advice.h"
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/ledger.h"
 #include "controller/loadgen/message_codec.h"
@@ -27,6 +28,26 @@ namespace {
 
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// The start-up warnings: the findings of `lagpilot advise` on this config and its
+// "calibration" section (config_advice.h), one warning each.
+void warn_about_config(const AppConfig& config) {
+  CalibrationInput calibration;
+  if (!config.calibration.is_null()) {
+    try {
+      calibration = calibration_record(nlohmann::json{{"calibration", config.calibration}});
+    } catch (const ConfigError& e) {
+      spdlog::warn("advise: the config's calibration section is not used: {}", e.what());
+    }
+  }
+  try {
+    for (const AdviceFinding& f : advise(config, calibration)) {
+      spdlog::warn("advise: {}", format_finding(f));
+    }
+  } catch (const ConfigError& e) {
+    spdlog::warn("advise: {}", e.what());
+  }
 }
 
 double unix_seconds_now() {
@@ -136,6 +157,7 @@ void Service::start() {
   started_ = true;
   Parts& p = *parts_;
   RuntimeConfig& rc = config_.runtime;
+  warn_about_config(config_);
   if (rc.broker == "embedded") {
     EmbeddedBrokerOptions bo;
     bo.brokers = rc.embedded_brokers;
@@ -175,7 +197,9 @@ void Service::start() {
   // is off.
   ConsumerRuntime& runtime = *p.runtime;
   auto registry = std::make_shared<prometheus::Registry>();
-  p.metrics = std::make_unique<RuntimeMetrics>(registry, rc.catch_up_seconds);
+  p.metrics = std::make_unique<RuntimeMetrics>(
+      registry, rc.catch_up_seconds,
+      PacingEstimator(rc.pacing, rc.tick_seconds, config_.calibration));
   p.delivery_metrics = std::make_unique<DeliveryMetrics>(*registry);
   RuntimeMetrics& metrics = *p.metrics;
   p.api_context = std::make_unique<ApiContext>(runtime.controller(), p.clock);
@@ -195,6 +219,7 @@ void Service::start() {
     j["deliveries"] = to_json(pipeline->stats());
     return j;
   };
+  ctx.pacing = [&metrics] { return pacing_json(metrics.pacing(), unix_seconds_now()); };
   ctx.set_paused = [&runtime](bool paused) {
     paused ? runtime.source().pause_consumption() : runtime.source().resume_consumption();
   };
@@ -315,7 +340,8 @@ void Service::shutdown() {
   // Messages waiting to be retried are given up now (not committed: delivered again later);
   // attempts in progress finish.
   p.pipeline->stop();
-  p.runtime->stop();
+  // No runtime when start() threw before building it (a property librdkafka refuses).
+  if (p.runtime) p.runtime->stop();
 }
 
 nlohmann::json Service::status() const {

@@ -83,7 +83,7 @@ const std::map<std::string, std::string>& known_paths() {
       {"/healthz", "GET"},    {"/readyz", "GET"},       {"/metrics", "GET"},
       {"/v1/status", "GET"},  {"/v1/decisions", "GET"}, {"/v1/override", "PUT, DELETE"},
       {"/v1/bounds", "PUT"},  {"/v1/policy", "PUT"},    {"/v1/pause", "POST"},
-      {"/v1/resume", "POST"},
+      {"/v1/resume", "POST"}, {"/v1/pacing", "GET"},
   };
   return paths;
 }
@@ -244,6 +244,13 @@ struct HttpApi::Impl {
 
     server.Get("/v1/status", guarded([this](const httplib::Request&, httplib::Response& res) {
                  send_json(res, 200, status());
+               }));
+
+    server.Get("/v1/pacing", guarded([this](const httplib::Request&, httplib::Response& res) {
+                 if (!ctx.pacing) {
+                   throw ApiError{404, "not_found", "producer pacing is not configured", ""};
+                 }
+                 send_json(res, 200, ctx.pacing());
                }));
 
     server.Get("/v1/decisions",

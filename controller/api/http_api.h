@@ -9,6 +9,9 @@
 //   GET    /metrics            text/plain; version=0.0.4 (ApiContext::metrics_text)
 //   GET    /v1/status          workers, policy, last decision, lag, rates, latency, queue,
 //                              override, operator pause, and "runtime" (ApiContext::status_extra)
+//   GET    /v1/pacing          the producer pacing recommendation (ApiContext::pacing):
+//                              {"rate", "burst", "source", "age_seconds", ...}
+//                              (controller/metrics/pacing.h)
 //   GET    /v1/decisions?limit=N   the N most recent decision-log entries, oldest first
 //                              (default 100, 1 <= N <= decision_history)
 //   PUT    /v1/override        {"workers": 8, "ttl_seconds": 600, "reason": "..."}
@@ -73,6 +76,8 @@ struct ApiContext {
   std::function<void(bool paused)> set_paused;
   // Readiness. Empty: ready once the controller has ticked at least once.
   std::function<Readiness()> ready;
+  // The producer pacing document. Empty: /v1/pacing answers 404.
+  std::function<nlohmann::json()> pacing;
   // The Prometheus text page. Empty: /metrics answers 404.
   std::function<std::string()> metrics_text;
   // Bearer token for mutations. Empty: mutations are forbidden (403).

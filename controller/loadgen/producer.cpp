@@ -43,6 +43,9 @@ struct PacedProducer::Impl {
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> report_failed{0};  // delivery report with an error
   std::atomic<uint64_t> local_failed{0};   // never queued, or no report by the flush timeout
+  // atomic: written by the run() thread, read by stats() from any thread.
+  std::atomic<uint64_t> pace_changes{0};
+  std::atomic<double> current_rate{0};
   // Last, so that it is destroyed first: its delivery callback writes the counters above.
   std::unique_ptr<RdKafkaProducer> kafka;
 
@@ -83,6 +86,7 @@ struct PacedProducer::Impl {
       bad("trace_bin_seconds: must be > 0, got " + std::to_string(options.trace_bin_seconds));
     }
     if (!(options.flush_timeout_seconds >= 0)) bad("flush_timeout_seconds: must be >= 0");
+    if (options.pace && !options.trace_rates.empty()) bad("pace: excludes trace_rates");
     if (!std::isfinite(options.burst_seconds) || options.burst_seconds <= 0) {
       bad("burst_seconds: must be > 0, got " + std::to_string(options.burst_seconds));
     }
@@ -135,6 +139,10 @@ struct PacedProducer::Impl {
     double rate = traced ? options.trace_rates[0] : options.rate;
     // Starts with one token so that the first message goes out at once.
     TokenBucket bucket(rate, burst_for(rate), start, 1.0);
+    current_rate.store(rate, std::memory_order_relaxed);
+    std::optional<PaceTarget> pace;  // the live pacing target in force, if any
+    double logged_rate = -1;
+    std::string logged_source;
     uint64_t seq = options.first_seq;
     uint64_t sent = 0;
     std::string value;
@@ -151,6 +159,7 @@ struct PacedProducer::Impl {
           ++bin;
           const double boundary = start + static_cast<double>(bin) * options.trace_bin_seconds;
           rate = options.trace_rates[bin];
+          current_rate.store(rate, std::memory_order_relaxed);
           bucket.set_rate(rate, boundary);
           bucket.set_burst(burst_for(rate), boundary);
         }
@@ -158,6 +167,19 @@ struct PacedProducer::Impl {
           // Take the last bin's tokens as of the trace's end, then stop.
           trace_over = true;
           now = start + static_cast<double>(options.trace_rates.size()) * options.trace_bin_seconds;
+        }
+      }
+      if (options.pace && follow_pace(bucket, pace, options.pace(), now)) {
+        pace_changes.fetch_add(1, std::memory_order_relaxed);
+        current_rate.store(pace->rate, std::memory_order_relaxed);
+        // Logged when the source changes or the rate moves by 5 % or more since the last line
+        // (a measured recommendation moves a little at every tick).
+        if (pace->source != logged_source ||
+            std::fabs(pace->rate - logged_rate) >= 0.05 * logged_rate) {
+          spdlog::info("producer: pacing at {:.1f} msg/s, burst {:.0f} (source {})", pace->rate,
+                       pace->burst, pace->source.empty() ? "?" : pace->source);
+          logged_rate = pace->rate;
+          logged_source = pace->source;
         }
       }
       uint64_t want = kMaxBatch;
@@ -203,10 +225,11 @@ struct PacedProducer::Impl {
   }
 
   ProducerStats stats() const {
-    return ProducerStats{produced.load(std::memory_order_relaxed),
-                         delivered.load(std::memory_order_relaxed),
-                         report_failed.load(std::memory_order_relaxed) +
-                             local_failed.load(std::memory_order_relaxed)};
+    return ProducerStats{
+        produced.load(std::memory_order_relaxed), delivered.load(std::memory_order_relaxed),
+        report_failed.load(std::memory_order_relaxed) +
+            local_failed.load(std::memory_order_relaxed),
+        pace_changes.load(std::memory_order_relaxed), current_rate.load(std::memory_order_relaxed)};
   }
 };
 

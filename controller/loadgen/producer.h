@@ -11,6 +11,10 @@
 // whatever the bucket allows, so rates of 100k msg/s and more are reachable. Between batches the
 // thread sleeps in small steps (<= 1 ms) on the wall clock and serves delivery reports.
 //
+// With `pace` set (live pacing, e.g. from a PacingPoller), every loop iteration asks it for the
+// target; when it changes, the bucket is re-rated to its rate and burst from that moment
+// (follow_pace). Until the first target, `rate` applies. `pace` excludes trace_rates.
+//
 // RD_KAFKA_RESP_ERR__QUEUE_FULL is handled by polling and retrying the same message: no message
 // is dropped by the producer. Every failed delivery (report with an error) is counted and
 // logged (the first few individually, then a summary at the end).
@@ -26,11 +30,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "controller/loadgen/pacing_poller.h"
 #include "policies/clock.h"
 
 namespace lagpilot {
@@ -48,12 +55,17 @@ struct ProducerOptions {
   std::map<std::string, std::string> properties;  // extra librdkafka settings (override ours)
   double flush_timeout_seconds = 30;  // run() waits this long for delivery reports at the end
   double burst_seconds = 0.010;       // token bucket size, in seconds of the current rate (>= 1)
+  // Live pacing: called from run()'s thread once per loop iteration; must not block (return a
+  // value fetched elsewhere, as PacingPoller::latest() does). nullopt keeps the current pace.
+  std::function<std::optional<PaceTarget>()> pace;
 };
 
 struct ProducerStats {
   uint64_t produced = 0;   // accepted by rd_kafka_produce (queued)
   uint64_t delivered = 0;  // delivery report without error
   uint64_t failed = 0;     // delivery report with an error, or undelivered at flush timeout
+  uint64_t pace_changes = 0;  // times `pace` re-rated the bucket
+  double rate = 0;            // the target rate now (messages/s)
 };
 
 class PacedProducer {

@@ -50,6 +50,8 @@ enum MetricId {
   kStandby,
   kPartitionSkew,
   kSkewDetected,
+  kRecommendedProducerRate,
+  kRecommendedProducerBurst,
   kMetricCount
 };
 
@@ -137,6 +139,13 @@ constexpr MetricSpec kMetricSpecs[kMetricCount] = {
      "1 while this member's pool is at its max, its own partitions take a larger share of "
      "the arrivals than of the partitions (1.5x or more), and the hottest partition takes 3x "
      "the mean or more: more members would not help, more partitions or other keys would."},
+    {"lagpilot_recommended_producer_rate",
+     "Messages per second a producer should keep to: the sustainable rate at max workers less "
+     "the burst headroom (GET /v1/pacing says where the figure came from and its age; 0 until "
+     "there is one)."},
+    {"lagpilot_recommended_producer_burst_messages",
+     "Token-bucket size that goes with lagpilot_recommended_producer_rate: the spare capacity "
+     "over one control tick (0 until there is a rate)."},
 };
 
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
@@ -192,7 +201,7 @@ std::vector<std::string> source_counter_families() {
 }  // namespace
 
 RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
-                               double catch_up_seconds)
+                               double catch_up_seconds, PacingEstimator pacing)
     : registry_(std::move(registry)),
       partition_lag_(gauge_family(*registry_, kPartitionLag)),
       total_lag_(gauge(*registry_, kTotalLag)),
@@ -235,7 +244,10 @@ RuntimeMetrics::RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
       standby_(gauge(*registry_, kStandby)),
       partition_skew_(gauge(*registry_, kPartitionSkew)),
       skew_detected_(gauge(*registry_, kSkewDetected)),
-      capacity_(catch_up_seconds) {
+      producer_rate_(gauge(*registry_, kRecommendedProducerRate)),
+      producer_burst_(gauge(*registry_, kRecommendedProducerBurst)),
+      capacity_(catch_up_seconds),
+      pacing_(std::move(pacing)) {
   // Series that exist from the start, so that dashboards and rate() see zeros, not gaps.
   const char* states[kWorkerStates] = {"current", "desired", "proposed", "busy", "min", "max"};
   for (int i = 0; i < kWorkerStates; ++i) worker_gauges_[i] = &workers_.Add({{"state", states[i]}});
@@ -376,6 +388,9 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
   recommended_replicas_.Set(capacity.recommended_replicas);
   last_tick_timestamp_.Set(now_epoch_seconds);
   nlohmann::json group = record_group(report, guards, capacity);
+  const PacingRecommendation& pace = pacing_.update(o, guards.max_workers, now_epoch_seconds);
+  producer_rate_.Set(pace.available ? pace.rate : 0);
+  producer_burst_.Set(pace.available ? pace.burst : 0);
 
   nlohmann::json partitions = nlohmann::json::array();
   nlohmann::json paused_list = nlohmann::json::array();
@@ -412,6 +427,7 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
         {"group_wide", capacity.group_wide},
         {"group_needed_workers", capacity.group_needed_workers},
         {"catch_up_seconds", capacity_.catch_up_seconds()}}},
+      {"pacing", pacing_json(pace, now_epoch_seconds)},
   };
   nlohmann::json& counters = status["counters"] = nlohmann::json::object();
   for (const SourceCounterSpec& spec : kSourceCounterSpecs) {
@@ -419,6 +435,12 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
   }
   std::lock_guard lock(status_mutex_);
   status_ = std::move(status);
+  pacing_now_ = pace;
+}
+
+PacingRecommendation RuntimeMetrics::pacing() const {
+  std::lock_guard lock(status_mutex_);
+  return pacing_now_;
 }
 
 // The group-wide gauges, and the status's "group" object: the group's lag (total, per topic),

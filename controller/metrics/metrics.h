@@ -82,6 +82,9 @@
 //   lagpilot_partition_skew_detected           gauge 0/1: pool at max on hot own partitions
 //                                              while the group is skewed (more members would
 //                                              not help)
+//   lagpilot_recommended_producer_rate         gauge: messages/s a producer should keep to
+//                                              (PacingEstimator, pacing.h; 0 until known)
+//   lagpilot_recommended_producer_burst_messages  gauge: the token-bucket size that goes with it
 //
 // A counter whose cumulative source value goes down (a new source) takes the new value as its
 // delta, like Prometheus's own counter-reset handling.
@@ -107,6 +110,7 @@
 #include <utility>
 #include <vector>
 
+#include "controller/metrics/pacing.h"
 #include "controller/metrics/tick_report.h"
 #include "policies/capacity_estimator.h"
 #include "policies/guards.h"
@@ -118,8 +122,11 @@ class RuntimeMetrics {
  public:
   // Declares every metric in `registry` (which may hold other metrics too). `catch_up_seconds`
   // is the backlog drain time of the capacity estimate (CapacityEstimator; must be > 0).
+  // `pacing` estimates the producer pacing recommendation (lagpilot_recommended_producer_rate,
+  // pacing()).
   explicit RuntimeMetrics(std::shared_ptr<prometheus::Registry> registry,
-                          double catch_up_seconds = CapacityEstimator::kDefaultCatchUpSeconds);
+                          double catch_up_seconds = CapacityEstimator::kDefaultCatchUpSeconds,
+                          PacingEstimator pacing = PacingEstimator());
 
   // Control thread, once per tick. `guards` is the controller's config now (bounds may have
   // changed through the API); `override_active` whether a pin is in force at this tick;
@@ -136,6 +143,9 @@ class RuntimeMetrics {
   // (per_worker_rate, rate_measured, needed_workers, catch_up_seconds). {} before the first
   // tick. Any thread.
   nlohmann::json last_tick_status() const;
+
+  // The pacing recommendation at the last tick (not available before the first). Any thread.
+  PacingRecommendation pacing() const;
 
   // Every metric family this class declares, in declaration order. Any thread.
   static std::vector<std::string> metric_names();
@@ -182,6 +192,8 @@ class RuntimeMetrics {
   prometheus::Gauge& standby_;
   prometheus::Gauge& partition_skew_;
   prometheus::Gauge& skew_detected_;
+  prometheus::Gauge& producer_rate_;
+  prometheus::Gauge& producer_burst_;
 
   // Series created at construction (Family::Add would allocate on every lookup).
   enum WorkerState { kCurrent, kDesired, kProposed, kBusy, kMin, kMax, kWorkerStates };
@@ -193,14 +205,16 @@ class RuntimeMetrics {
 
   // Control thread only (record_tick).
   CapacityEstimator capacity_;
+  PacingEstimator pacing_;
   std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> partition_gauges_;
   std::map<std::string, prometheus::Gauge*> group_topic_gauges_;
   prometheus::Gauge* policy_info_gauge_ = nullptr;
   std::string policy_info_name_;
   uint64_t last_source_counters_[kSourceCounters] = {};  // cumulative values at the last tick
 
-  mutable std::mutex status_mutex_;  // guards status_
+  mutable std::mutex status_mutex_;  // guards status_ and pacing_now_
   nlohmann::json status_ = nlohmann::json::object();
+  PacingRecommendation pacing_now_;
 };
 
 }  // namespace lagpilot

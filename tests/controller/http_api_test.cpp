@@ -1,12 +1,12 @@
 // The HTTP control API against a real ControlLoop with a fake sampler/actuator and a manual
 // clock, through httplib::Client on 127.0.0.1 (ephemeral port). No Kafka, no sleeps.
 #include "controller/api/http_api.h"
-#include "controller/api/bearer_token.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/api/bearer_token.h"
 #include "controller/metrics/metrics.h"
 #include "policies/policy_factory.h"
 
@@ -205,6 +206,32 @@ TEST_F(HttpApiTest, MetricsPageHasEveryMetricWithHelpAndParses) {
   EXPECT_GT(samples, 20);
   EXPECT_NE(r.body.find("lagpilot_policy_info{policy=\"static\"} 1"), std::string::npos);
   EXPECT_NE(r.body.find("lagpilot_consumer_total_lag 1000"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, PacingServesTheRecommendationWithItsSourceAndAge) {
+  start([this](ApiContext& ctx) {
+    ctx.pacing = [this] { return pacing_json(metrics.pacing(), 1.7e9 + 3); };
+  });
+  Reply r = get("/v1/pacing");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.json["rate"].is_null());  // nothing measured before the first tick
+  EXPECT_EQ(r.json["source"], "none");
+  tick();  // 250/s processed by 3.5 busy workers, max 16, below max: the per-worker estimate
+  r = get("/v1/pacing");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const double sustainable = 250.0 / 3.5 * 16;
+  EXPECT_EQ(r.json["source"], "per_worker_estimate");
+  EXPECT_NEAR(r.json["rate"].get<double>(), sustainable * 0.75, 1e-9);
+  EXPECT_DOUBLE_EQ(r.json["burst"].get<double>(), std::ceil(sustainable * 0.25));
+  EXPECT_DOUBLE_EQ(r.json["age_seconds"].get<double>(), 3);
+  EXPECT_EQ(call("PUT", "/v1/pacing", "{}").status, 405);
+}
+
+TEST_F(HttpApiTest, PacingWithoutASourceIsNotFound) {
+  start();
+  const Reply r = get("/v1/pacing");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(error_code(r), "not_found");
 }
 
 TEST_F(HttpApiTest, MetricsWithoutASourceIsNotFound) {

@@ -51,6 +51,13 @@ TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
   EXPECT_DOUBLE_EQ(cal["recommended_rate_limit"].get<double>(),
                    0.75 * cal["steps"][2]["throughput"].get<double>());
   EXPECT_FALSE(cal["date"].get<std::string>().empty());
+  // The producer pacing recommendation at guards.max_workers (16 by default): the fitted curve
+  // there, since the largest step was 4; 25 % headroom.
+  const nlohmann::json& pace = cal["pacing"];
+  EXPECT_EQ(pace["source"], "calibration_fit") << pace.dump();
+  EXPECT_EQ(pace["max_workers"], 16);
+  EXPECT_NEAR(pace["rate"].get<double>(), 0.75 * pace["sustainable_rate"].get<double>(), 1e-6);
+  EXPECT_NE(r.output.find("producer pacing at 16 max workers: "), std::string::npos) << r.output;
 
   // `run` accepts it (unknown keys would be errors) and keeps the record.
   const auto printed = run_command(kBinary + " run --print-config --config " + shell_quote(config));
@@ -97,6 +104,7 @@ TEST(CalibrateCli, BadFlagsExitTwoNamingTheFlag) {
       {"--dwell soon", "--dwell"},
       {"--max-workers 2 --steps 1,4", "--steps"},
       {"--headroom 1.5", "--headroom"},
+      {"--headroom 0.1", "--headroom"},  // outside the practice's 20 to 30 %
   };
   for (const auto& [flags, expected] : cases) {
     const auto r = run_command(kBinary + " calibrate " + flags);
