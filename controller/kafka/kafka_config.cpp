@@ -11,7 +11,6 @@ namespace lagpilot {
 namespace {
 
 constexpr int kQueuedMinMessages = 1'000'000;  // librdkafka default: see build_consumer_conf
-constexpr int64_t kFetchMaxBytesWarnAbove = 50LL * 1024 * 1024;  // librdkafka's default
 
 }  // namespace
 
@@ -165,18 +164,8 @@ ConsumerConf build_consumer_conf(const KafkaSourceConfig& cfg) {
       conf_get_int(conf, "max.partition.fetch.bytes", c.max_partition_fetch_bytes);
   c.max_poll_interval_seconds =
       static_cast<double>(conf_get_int(conf, "max.poll.interval.ms", 300000)) / 1000.0;
-  if (c.fetch_max_bytes > kFetchMaxBytesWarnAbove) {
-    spdlog::warn(
-        "kafka: fetch.max.bytes is {} (above 50 MB): one fetch may hold more than the "
-        "pool can queue, and pausing discards prefetched data",
-        c.fetch_max_bytes);
-  }
-  if (cfg.revoke_timeout_seconds >= c.max_poll_interval_seconds) {
-    spdlog::warn(
-        "kafka: revoke_timeout_seconds ({}) is not below max.poll.interval.ms ({} ms): a "
-        "slow revocation could get this consumer kicked out of the group",
-        cfg.revoke_timeout_seconds, c.max_poll_interval_seconds * 1000);
-  }
+  // The config advice (fetch.max.bytes above 50 MB, revoke_timeout_seconds not below
+  // max.poll.interval.ms, ...) is logged by Service::start from controller/config_advice.
   rd_kafka_conf_set_log_cb(conf, &log_cb);
   return c;
 }

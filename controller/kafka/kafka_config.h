@@ -53,10 +53,9 @@ struct ConsumerConf {
 
 // Builds the consumer configuration: our defaults, then the user's properties, then
 // enable.auto.commit=false (ConfigError naming "kafka.bootstrap_servers" or
-// "kafka.properties.<name>" for what librdkafka refuses); logs the config warnings (fetch.max.bytes
-// above 50 MB, revoke_timeout_seconds not below max.poll.interval.ms, enable.auto.commit=true
-// overridden). Installs the spdlog log callback; the caller sets the opaque and the other
-// callbacks.
+// "kafka.properties.<name>" for what librdkafka refuses); warns when enable.auto.commit=true is
+// overridden (the config advice, controller/config_advice.h, covers the rest). Installs the
+// spdlog log callback; the caller sets the opaque and the other callbacks.
 ConsumerConf build_consumer_conf(const KafkaSourceConfig& config);
 
 }  // namespace lagpilot

@@ -31,8 +31,9 @@
 // minus the record's timestamp (both epoch-based, like Kafka's; a run lasts about 10 ms at
 // most, plus one handler call).
 //
-// Config checks logged as spdlog warnings: fetch.max.bytes above 50 MB; revoke_timeout_seconds
-// not below max.poll.interval.ms; enable.auto.commit=true (overridden); at run time, once:
+// Config checks logged as spdlog warnings: enable.auto.commit=true (overridden; the rest of the
+// config advice, fetch.max.bytes and revoke_timeout_seconds among it, is Service's, from
+// controller/config_advice.h); at run time, once:
 // a handler run longer than max.poll.interval.ms, and, once fetching has paused repeatedly, a
 // max_unfinished smaller than one fetch (estimated from the average message size).
 
