@@ -55,8 +55,8 @@ void add_fleet_options(CLI::App& app, const std::shared_ptr<FleetOptions>& o) {
                      "Seconds from a scale-up to the new pod joining the group (default 30)")
           ->check(CLI::Range(0.0, 86'400.0)));
   add(app.add_option("--rebalance", o->rebalance,
-                     "Seconds every member pauses per membership change (default 3, the mock "
-                     "cluster's group join time)")
+                     "Seconds every member pauses per membership change (default 5: one "
+                     "join round on the mock cluster with session.timeout.ms 6000)")
           ->check(CLI::Range(0.0, 3'600.0)));
   add(app.add_option("--catch-up", o->catch_up,
                      "Backlog drain time of lagpilot_recommended_replicas, seconds (default 60)")

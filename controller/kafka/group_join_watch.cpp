@@ -49,14 +49,17 @@ void GroupJoinWatch::hold() {
   since_.store(
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
       std::memory_order_relaxed);
+  warned_.store(false, std::memory_order_relaxed);
   joining_.store(true, std::memory_order_release);
 }
 
 bool GroupJoinWatch::joining(double now_seconds) const {
   if (!joining_.load(std::memory_order_acquire)) return false;
   if (now_seconds - since_.load(std::memory_order_relaxed) <= kMaxHoldSeconds) return true;
-  spdlog::warn("kafka: no end seen of a group join begun {:.0f} s ago; committing again",
-               now_seconds - since_.load(std::memory_order_relaxed));
+  if (!warned_.exchange(true, std::memory_order_relaxed)) {  // once per hold
+    spdlog::warn("kafka: no end seen of a group join begun {:.0f} s ago; committing again",
+                 now_seconds - since_.load(std::memory_order_relaxed));
+  }
   return false;
 }
 

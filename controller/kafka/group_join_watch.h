@@ -58,6 +58,8 @@ class GroupJoinWatch {
   std::atomic<bool> joining_{false};  // atomic: written on broker threads, read on any thread
   std::atomic<double> since_{0};      // atomic: steady seconds when the hold started
   std::atomic<uint64_t> joins_{0};    // atomic: as joining_
+  // atomic: set by joining() (any thread) once it has logged the expired hold; hold() clears it.
+  mutable std::atomic<bool> warned_{false};
 };
 
 }  // namespace lagpilot

@@ -557,9 +557,16 @@ TEST(KafkaSource, RebalanceDrainsBeforeHandingPartitionsOver) {
   ProducerStats produced;
   std::thread producer([&] { produced = produce(po); });
   ASSERT_TRUE(wait_until([&] { return ledger.total() >= 2000; }, 20));
+  const auto join_began = std::chrono::steady_clock::now();
   b.start();
   ASSERT_TRUE(
       wait_until([&] { return b.joined() && a.stats().assigned_partitions < kPartitions; }, 30));
+  // The fleet simulator's default rebalance pause (sim/fleet_simulation.h) is this figure: the
+  // mock cluster holds a membership change's JoinGroup for session.timeout.ms - 1 s.
+  const double join_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - join_began).count();
+  std::printf("[ figures  ] a second member's join took %.1f s (session.timeout.ms 6000)\n",
+              join_seconds);
   producer.join();
   ASSERT_EQ(produced.delivered, kMessages);
   ASSERT_TRUE(wait_until([&] { return ledger.missing(0, kMessages) == 0; }, 60));

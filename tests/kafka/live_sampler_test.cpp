@@ -1,17 +1,21 @@
 // The live control tick against the embedded broker: it reads the source's snapshot, so it does
 // not wait on the network (a broker that is down costs the lag refresher a timeout, not the
 // tick); a newly assigned partition's history is not counted as one tick's arrivals; and
-// reading the source's stats (as the status API does) takes nothing from the tick.
+// reading the source's stats (as the status API does) takes nothing from the tick. And with two
+// members in one group, the one whose pool is at its max on a partition several times hotter
+// than the rest says so (the status's group.skew, lagpilot_partition_skew_detected).
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "controller/consumer_runtime.h"
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/producer.h"
+#include "controller/metrics/metrics.h"
 #include "controller/steady_clock.h"
 #include "policies/static_policy.h"
 #include "tests/common/wait.h"
@@ -39,23 +43,30 @@ RuntimeConfig runtime_config(const EmbeddedBroker& broker, const std::string& to
   return c;
 }
 
-std::unique_ptr<ConsumerRuntime> make_runtime(RuntimeConfig config, const Clock& clock) {
-  GuardConfig guards;
-  guards.min_workers = 2;
-  guards.max_workers = 4;
-  guards.hard_max_workers = 4;
-  return std::make_unique<ConsumerRuntime>(
-      std::move(config), std::make_unique<StaticPolicy>(StaticParams{2}), guards,
-      [](const SourceMessage&) {}, clock);
+GuardConfig guards(int min_workers, int max_workers) {
+  GuardConfig g;
+  g.min_workers = min_workers;
+  g.max_workers = max_workers;
+  g.hard_max_workers = max_workers;
+  return g;
 }
 
-void produce(const EmbeddedBroker& broker, const std::string& topic, uint64_t count) {
+std::unique_ptr<ConsumerRuntime> make_runtime(
+    RuntimeConfig config, const Clock& clock, GuardConfig g = guards(2, 4),
+    MessageHandler handler = [](const SourceMessage&) {}) {
+  return std::make_unique<ConsumerRuntime>(std::move(config),
+                                           std::make_unique<StaticPolicy>(StaticParams{2}), g,
+                                           std::move(handler), clock);
+}
+
+void produce(const EmbeddedBroker& broker, const std::string& topic, uint64_t count,
+             double rate = 1e9, uint64_t keys = 16) {
   ProducerOptions o;
   o.bootstrap = broker.bootstrap_servers();
   o.topic = topic;
-  o.rate = 1e9;
+  o.rate = rate;
   o.count = count;
-  o.keys = 16;
+  o.keys = keys;
   o.flush_timeout_seconds = 30;
   SteadyClock clock;
   PacedProducer producer(std::move(o), clock);
@@ -139,6 +150,74 @@ TEST(LiveSampler, ReadingStatsTakesNothingFromTheTick) {
   const TickReport r = runtime->tick();
   EXPECT_GT(r.observation.record_age_p99, 0.0) << "a stats() reader reset the tick's window";
   runtime->stop();
+}
+
+// Two members share four partitions. One key ("k0", so one partition) receives 1,500 messages/s
+// and the other partitions about 70/s each. Both pools are pinned at their max of 2 workers, and
+// a 2 ms handler gives each about 1,000/s: the member that holds the hot partition is at its max
+// on its own hot partitions, which is skew (more members would not help), and says so; the
+// other member sees the same skew ratio but is not the one at its max on it.
+TEST(LiveSampler, MemberAtItsMaxOnAHotPartitionReportsSkew) {
+  EmbeddedBroker broker({1, {{"skew", 4}}});
+  SteadyClock clock;
+  auto slow = [](const SourceMessage&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  RuntimeConfig config = runtime_config(broker, "skew", "g-skew");
+  config.kafka.ordering = "unordered";  // the hot partition's messages may use every worker
+  std::unique_ptr<ConsumerRuntime> members[2] = {make_runtime(config, clock, guards(2, 2), slow),
+                                                 make_runtime(config, clock, guards(2, 2), slow)};
+  for (auto& m : members) m->start();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return members[0]->source().refreshed_stats().assigned_partitions == 2 &&
+               members[1]->source().refreshed_stats().assigned_partitions == 2;
+      },
+      40))
+      << "the group did not settle on two partitions each";
+
+  std::thread hot([&] { produce(broker, "skew", 12000, 1500, 1); });
+  std::thread rest([&] { produce(broker, "skew", 2000, 250, 16); });
+  RuntimeMetrics metrics[2] = {RuntimeMetrics(std::make_shared<prometheus::Registry>()),
+                               RuntimeMetrics(std::make_shared<prometheus::Registry>())};
+  int detected_ticks[2] = {0, 0};
+  double max_ratio = 0;
+  std::string hottest;
+  bool holder_known = false;
+  int holder = -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(7);
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 2; ++i) {
+      const TickReport r = members[i]->tick();
+      metrics[i].record_tick(r, guards(2, 2), false, 0.001, 1.7e9);
+      const nlohmann::json skew = metrics[i].last_tick_status()["group"].value("skew",
+                                                                              nlohmann::json{});
+      if (skew.empty()) continue;
+      max_ratio = std::max(max_ratio, skew.value("ratio", 0.0));
+      if (skew.value("detected", false)) {
+        ++detected_ticks[i];
+        EXPECT_NE(skew.value("advice", ""), "");
+      }
+      if (!r.group.hottest_partition.empty() && r.group.hottest_rate > 1000) {
+        hottest = r.group.hottest_partition;
+        for (const auto& p : r.source.partitions) {
+          if (p.topic + "[" + std::to_string(p.partition) + "]" == hottest) {
+            holder = i;
+            holder_known = true;
+          }
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  hot.join();
+  rest.join();
+  for (auto& m : members) m->stop();
+  ASSERT_TRUE(holder_known) << "no member held the hot partition " << hottest;
+  EXPECT_GE(max_ratio, 3.0) << "the hot partition's rate over the mean";
+  EXPECT_GT(detected_ticks[holder], 0) << "the member at its max on " << hottest
+                                       << " never reported skew";
+  EXPECT_EQ(detected_ticks[1 - holder], 0) << "the member without the hot partition reported skew";
+  std::printf("[ figures  ] skew: ratio up to %.1f on %s; holder reported it on %d ticks\n",
+              max_ratio, hottest.c_str(), detected_ticks[holder]);
 }
 
 }  // namespace
