@@ -6,8 +6,9 @@ TSAN      ?= build/tsan
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 # Sanitizer builds: -O1 with line tables only (enough for symbolized reports) compiles much
 # faster than -O2 -g, and keeps asserts (Eigen's among them) switched on.
+# The libraries compile in unity batches there (LAGPILOT_UNITY_BUILD: about half the CPU).
 SANITIZER_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-  -DLAGPILOT_BUILD_BENCH=OFF
+  -DLAGPILOT_BUILD_BENCH=OFF -DLAGPILOT_UNITY_BUILD=ON
 
 .PHONY: all deps build install run test test-release test-asan test-tsan test-fuzz bench format clean
 
@@ -37,9 +38,15 @@ TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-release: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(TEST_JOBS)
 
-# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (test targets only).
+# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, in the clang tree that
+# also builds the libFuzzer targets (fuzz/fuzzing.cmake): every library is compiled once,
+# instrumented, for both steps. clang compiles this tree in about 80 % of GCC's time.
+# (A build/asan left by an older GCC configuration is removed first: CMake cannot switch compilers.)
+ASAN_CONFIG = grep -qs 'CMAKE_CXX_COMPILER:.*clang' $(ASAN)/CMakeCache.txt || rm -rf $(ASAN); \
+  CC=clang CXX=clang++ cmake -S . -B $(ASAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DLAGPILOT_BUILD_FUZZERS=ON -DLAGPILOT_BUILD_BENCH=OFF -DLAGPILOT_UNITY_BUILD=ON >/dev/null
 test-asan: deps
-	@cmake -S . -B $(ASAN) $(CMAKE_GEN) $(SANITIZER_FLAGS) -DLAGPILOT_SANITIZE=address,undefined >/dev/null
+	@$(ASAN_CONFIG)
 	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test kafka_test
 	@ctest --test-dir $(ASAN) --output-on-failure -L unit -j $(JOBS)
 
@@ -52,13 +59,12 @@ test-tsan: deps
 	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test
 	@ctest --test-dir $(TSAN) --output-on-failure -R '^(pool|controller)_test$$'
 
-# libFuzzer targets (clang + ASan + UBSan): their kept regression inputs, then 20 s of fuzzing
-# each from a temporary copy of their seed corpus (docs/fuzzing.md).
+# libFuzzer targets (clang + ASan + UBSan, the test-asan tree): their kept regression inputs,
+# then 20 s of fuzzing each from a temporary copy of their seed corpus (docs/fuzzing.md).
 test-fuzz: deps
-	@CC=clang CXX=clang++ cmake -S . -B build/fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DLAGPILOT_BUILD_FUZZERS=ON -DLAGPILOT_BUILD_BENCH=OFF >/dev/null
-	@cmake --build build/fuzz -j $(JOBS) --target lagpilot_fuzzers
-	@./scripts/run-fuzzers.sh build/fuzz
+	@$(ASAN_CONFIG)
+	@cmake --build $(ASAN) -j $(JOBS) --target lagpilot_fuzzers
+	@./scripts/run-fuzzers.sh $(ASAN)
 
 bench: build
 	@./scripts/run-benchmarks.sh $(BUILD)

@@ -2,8 +2,10 @@
 #
 # Every target of the build is compiled with libFuzzer's coverage instrumentation plus
 # AddressSanitizer and UndefinedBehaviorSanitizer (UBSan aborts: -fno-sanitize-recover=all), so
-# the libraries the fuzzers link are instrumented too. Such a build is for the fuzzers only:
-# build the fuzz targets (`cmake --build ... --target lagpilot_fuzzers`), not `all`.
+# the libraries the fuzzers link are instrumented too. `make test` builds the unit suites in
+# the same tree and runs them there under ASan+UBSan (the coverage hooks are no-ops outside a
+# fuzzer), so every library is compiled once for both. Build the targets you need (the
+# Makefile's test-asan and test-fuzz), not `all`.
 if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "LAGPILOT_BUILD_FUZZERS needs clang (libFuzzer): configure with "
                       "CC=clang CXX=clang++, not ${CMAKE_CXX_COMPILER_ID}")

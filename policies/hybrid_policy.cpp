@@ -5,13 +5,12 @@
 #include <limits>
 
 #include "policies/config_reader.h"
+#include "policies/infinity.h"
 #include "policies/number_text.h"
 #include "policies/worker_count.h"
 
 namespace lagpilot {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using text::fixed;
 using text::num;

@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "policies/config_reader.h"
+#include "policies/infinity.h"
 #include "policies/number_text.h"
 #include "policies/worker_count.h"
 
 namespace lagpilot {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // A probe past the fitted peak needs the last workers measured to have added at least this
 // fraction of an average worker's throughput. At 0.9 N* the USL curve's marginal efficiency
 // is about 0.1 (for sigma, kappa in the usual ranges), at N* it is 0.

@@ -8,12 +8,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "policies/infinity.h"
 #include "policies/worker_count.h"
 
 namespace lagpilot {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Pseudo-samples of the pooled variance each bin's own variance is shrunk toward.
 constexpr double kShrinkSamples = 2.0;

@@ -7,14 +7,14 @@
 # Any crash, sanitizer report, contract violation, timeout or out-of-memory fails the script;
 # the input that did it is copied to <build>/fuzz/artifacts/ and the command to replay it printed.
 #
-# Usage: scripts/run-fuzzers.sh [BUILD_DIR]     (default build/fuzz)
+# Usage: scripts/run-fuzzers.sh [BUILD_DIR]     (default build/asan)
 # Environment: FUZZ_SECONDS (default 20) per target, FUZZ_TARGETS (default: all three),
 #              FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2"),
 #              FUZZ_SEED (default 1; "random" for a new seed each run).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build/fuzz}" && pwd)
+build=$(cd "${1:-$root/build/asan}" && pwd)
 seconds=${FUZZ_SECONDS:-20}
 # A fixed seed makes `make test` repeat the same exploration on every machine, so CI does not
 # fail at random on a bug an earlier run could have found; long runs explore with new seeds.

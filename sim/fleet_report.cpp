@@ -14,7 +14,7 @@ using html::ChartSpec;
 using html::HorizontalMarker;
 using html::kColumns;
 
-const char* const kCss = R"css(
+const char* const kFleetCss = R"css(
 body { font: 14px/1.45 system-ui, sans-serif; color: #1f2328; margin: 0 auto; padding: 16px 24px;
        max-width: 1180px; }
 h1 { font-size: 22px; } h2 { font-size: 17px; border-bottom: 1px solid #d0d7de; }
@@ -50,7 +50,7 @@ std::vector<XYPoint> steps(const std::vector<FleetSeriesPoint>& series, F value)
 std::string render_fleet_html(const FleetHtmlReport& r) {
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-      << html_escape(r.title) << "</title><style>" << kCss << "</style></head><body>\n";
+      << html_escape(r.title) << "</title><style>" << kFleetCss << "</style></head><body>\n";
   out << "<h1>" << html_escape(r.title) << "</h1>\n<p>" << html_escape(r.summary) << "</p>\n";
 
   double t_end = 1.0;

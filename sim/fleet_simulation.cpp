@@ -9,6 +9,7 @@
 
 #include "policies/control_loop.h"
 #include "policies/event_queue.h"
+#include "policies/infinity.h"
 #include "sim/consumer_model.h"
 #include "sim/fleet_instance.h"
 #include "sim/lag_quantile.h"
@@ -18,7 +19,6 @@
 namespace lagpilot::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 using fleet_detail::Instance;
 using fleet_detail::Tagged;
 

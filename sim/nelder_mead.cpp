@@ -4,15 +4,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include "policies/infinity.h"
 #include "sim/tuner.h"
 
 namespace lagpilot::sim {
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // NelderMead
 

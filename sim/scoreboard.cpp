@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "policies/infinity.h"
 #include "policies/number_text.h"
 #include "sim/html_report.h"
 #include "sim/report.h"
@@ -11,7 +12,6 @@
 namespace lagpilot::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const RunResult* find_reference(const std::vector<RunResult>& runs, const std::string& policy) {

@@ -7,6 +7,7 @@
 
 #include "policies/config_reader.h"
 #include "policies/control_loop.h"
+#include "policies/infinity.h"
 #include "sim/lag_quantile.h"
 #include "sim/parallel_for.h"
 #include "sim/prefetched_stream.h"
@@ -14,8 +15,6 @@
 
 namespace lagpilot::sim {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Stream numbers under the user's seed.
 constexpr uint64_t kArrivalCountStream = 1;

@@ -7,16 +7,11 @@
 #include <stdexcept>
 
 #include "policies/config_reader.h"
+#include "policies/infinity.h"
 #include "policies/number_text.h"
 #include "sim/tuner.h"
 
 namespace lagpilot::sim {
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // ObjectiveWeights
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "policies/config_reader.h"
+#include "policies/infinity.h"
 #include "policies/number_text.h"
 #include "policies/policy_factory.h"
 #include "sim/parallel_for.h"
@@ -19,7 +20,6 @@
 namespace lagpilot::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Search randomness, apart from the simulator's own streams of the same seed.
 constexpr uint64_t kSearchStream = 0x74756e65;  // "tune"
 // A search stops after this many proposals per budgeted configuration even if the budget is
@@ -368,15 +368,15 @@ nlohmann::json to_json(const TuneResult& result, const TuneSpace& space,
     evaluations.push_back(std::move(j));
   }
   return rounded_json(nlohmann::json{{"policy", result.policy},
-                                {"strategy", result.strategy},
-                                {"space", space.to_json()},
-                                {"weights", weights.to_json()},
-                                {"objective", weights.describe()},
-                                {"proposals", result.proposals},
-                                {"rounds", result.rounds},
-                                {"evaluations", std::move(evaluations)},
-                                {"pareto_front", result.pareto_front},
-                                {"best", result.best}});
+                                     {"strategy", result.strategy},
+                                     {"space", space.to_json()},
+                                     {"weights", weights.to_json()},
+                                     {"objective", weights.describe()},
+                                     {"proposals", result.proposals},
+                                     {"rounds", result.rounds},
+                                     {"evaluations", std::move(evaluations)},
+                                     {"pareto_front", result.pareto_front},
+                                     {"best", result.best}});
 }
 
 }  // namespace lagpilot::sim
