@@ -287,6 +287,7 @@ void Service::tick_loop() {
                            report.decision.source == "override", p.clock.now() - tick_start,
                            unix_seconds_now());
     p.delivery_metrics->record(p.pipeline->stats(), p.exec ? p.exec->restarts() : 0);
+    p.metrics->publish();  // after every recorder: scrapes until the next tick read this text
     if (options_.on_status_line) {
       options_.on_status_line(format_status_line(report, options_.json_status_lines));
     }

@@ -503,7 +503,20 @@ nlohmann::json RuntimeMetrics::last_tick_status() const {
 }
 
 std::string RuntimeMetrics::render() const {
+  std::shared_ptr<const std::string> text;
+  {
+    std::lock_guard lock(text_mutex_);
+    text = published_text_;
+  }
+  if (text) return *text;  // copied outside the lock
   return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+void RuntimeMetrics::publish() {
+  auto text = std::make_shared<const std::string>(
+      prometheus::TextSerializer().Serialize(registry_->Collect()));
+  std::lock_guard lock(text_mutex_);
+  published_text_ = std::move(text);
 }
 
 }  // namespace lagpilot

@@ -134,8 +134,14 @@ class RuntimeMetrics {
   void record_tick(const TickReport& report, const GuardConfig& guards, bool override_active,
                    double tick_duration_seconds, double now_epoch_seconds);
 
-  // The registry in Prometheus text format 0.0.4. Any thread.
+  // The registry in Prometheus text format 0.0.4. Any thread. After the first publish(), the
+  // text publish() made (every value is fed once per tick, so serializing once per tick serves
+  // every scrape of that tick at the cost of a copy); before it, the registry now.
   std::string render() const;
+
+  // Control thread, once per tick after everything feeding the registry has recorded (this
+  // and, under Service, the delivery metrics): serializes the registry for render().
+  void publish();
 
   // A JSON snapshot of the runtime at the last tick, for the HTTP API's /v1/status ("runtime"):
   // partitions (topic, partition, lag, high/low watermark, committed, paused), paused
@@ -211,6 +217,9 @@ class RuntimeMetrics {
   prometheus::Gauge* policy_info_gauge_ = nullptr;
   std::string policy_info_name_;
   uint64_t last_source_counters_[kSourceCounters] = {};  // cumulative values at the last tick
+
+  mutable std::mutex text_mutex_;  // guards published_text_
+  std::shared_ptr<const std::string> published_text_;  // null until the first publish()
 
   mutable std::mutex status_mutex_;  // guards status_ and pacing_now_
   nlohmann::json status_ = nlohmann::json::object();

@@ -87,6 +87,22 @@ TickReport group_report(int workers, double busy, int own_partitions) {
   return r;
 }
 
+// Scrapes between two ticks read the text published at the last tick: a value recorded after
+// it (another recorder sharing the registry, or the next tick) shows only once published.
+TEST(RuntimeMetrics, ScrapesReadTheTextPublishedAtTheTick) {
+  MetricsFixture f;
+  f.guards.max_workers = 16;
+  f.tick(group_report(16, 15.8, 1));
+  EXPECT_EQ(sample(f.metrics.render(), "lagpilot_group_partitions"), 6);  // live before publish
+  f.metrics.publish();
+  TickReport next = group_report(16, 15.8, 1);
+  next.source.group.partitions.pop_back();
+  f.tick(next);
+  EXPECT_EQ(sample(f.metrics.render(), "lagpilot_group_partitions"), 6) << "not yet published";
+  f.metrics.publish();
+  EXPECT_EQ(sample(f.metrics.render(), "lagpilot_group_partitions"), 5);
+}
+
 TEST(RuntimeMetrics, GroupLagStandbyAndSkewAreExportedAndInTheStatus) {
   MetricsFixture f;
   f.guards.max_workers = 16;
