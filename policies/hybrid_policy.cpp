@@ -52,6 +52,9 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   require_positive(r, "catch_up_seconds", p.catch_up_seconds);
   r.read("scale_down_cost", p.scale_down_cost, 0.0, 1e12);
   r.read("reversal_margin", p.reversal_margin, 0.0, 10.0);
+  r.read("level_margin", p.level_margin, 0.0, 10.0);
+  r.read("burst_lag", p.burst_lag, 0.0, 1e15);
+  r.read("burst_horizon_seconds", p.burst_horizon_seconds, 0.0, 86400.0);
   r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
   r.read("burst_margin", p.burst_margin, 0.0, 10.0);
   if (const nlohmann::json* model = r.raw("model")) {
@@ -78,6 +81,9 @@ nlohmann::json HybridParams::to_json() const {
           {"catch_up_seconds", catch_up_seconds},
           {"scale_down_cost", scale_down_cost},
           {"reversal_margin", reversal_margin},
+          {"level_margin", level_margin},
+          {"burst_lag", burst_lag},
+          {"burst_horizon_seconds", burst_horizon_seconds},
           {"scale_down_lag_fraction", scale_down_lag_fraction},
           {"burst_margin", burst_margin},
           {"model", learner_json(model.to_json())}};
@@ -139,10 +145,16 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   demand_ = rate_slow_ + backlog;
   capacity_ = capacity(current);
   const bool known = learner_.fitted().valid;
-  const bool burst = rate_fast_ + backlog > capacity_ * (1.0 + params_.burst_margin);
-  // Right after a scale-down, a level-triggered scale-up would reverse it: it needs the level to
-  // clear capacity by reversal_margin (a real rise shows there, or as lag in the backlog term).
-  const double level_margin = last_change_up_ ? 0.0 : params_.reversal_margin;
+  // A burst that the lag buffer absorbs (the lag it would build within burst_horizon_seconds
+  // stays under burst_lag) is no reason to scale: it is left to the level and backlog terms.
+  const bool fast_over = rate_fast_ + backlog > capacity_ * (1.0 + params_.burst_margin);
+  const double lag_ahead = lag + (rate_fast_ - capacity_) * params_.burst_horizon_seconds;
+  const bool burst = fast_over && lag_ahead >= params_.burst_lag;
+  // The level must clear capacity by level_margin, and right after a scale-down (which a
+  // level-triggered scale-up would reverse) by reversal_margin more: a real rise shows there, or
+  // as lag in the backlog term.
+  const double level_margin =
+      params_.level_margin + (last_change_up_ ? 0.0 : params_.reversal_margin);
   const bool overloaded = demand_ > capacity_ * (1.0 + level_margin) || burst;
   up_target_ = current;
   down_target_ = current;
@@ -196,6 +208,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         why += draining ? ": hold (lag " + std::to_string(obs.total_lag) + " still draining)"
                         : ": hold (" + fixed(surplus_, 0) + " of " + num(params_.scale_down_cost) +
                               " surplus worker-s toward " + std::to_string(down_target_) + ")";
+      } else if (fast_over) {
+        why += ": hold (burst left to the lag buffer: " + fixed(lag_ahead, 0) + " below " +
+               num(params_.burst_lag) + " messages in " + num(params_.burst_horizon_seconds) +
+               " s)";
       } else {
         why += ": hold";
       }

@@ -21,10 +21,10 @@ struct HybridParams {
   double slow_rate_filter_seconds = 30.0;
   // A scale-up sizes the pool so that the demand uses this fraction of its predicted
   // throughput, in (0, 1]: the headroom absorbs the rate's noise until the next scale-up.
-  double target_utilization = 0.95;
+  double target_utilization = 0.97;
   // A scale-down goes to the smallest pool the demand would use at most this fraction of, in
   // (0, target_utilization]: the band between the two is where the pool holds still.
-  double scale_down_utilization = 0.93;
+  double scale_down_utilization = 0.95;
   // Lag up to this many messages is left to drain by itself (the pool is not sized for it);
   // above it, the excess is to be drained within catch_up_seconds. >= 0.
   double lag_allowance = 2000.0;
@@ -38,13 +38,24 @@ struct HybridParams {
   // a scale-down sized at scale_down_utilization leaves near the capacity is no rise (a real one
   // shows as lag, in the backlog term, or as a burst).
   double reversal_margin = 0.1;
+  // A scale-up on the level needs the level plus the backlog term above (1 + level_margin) x
+  // capacity at all times (reversal_margin adds to it right after a scale-down), >= 0: a level a
+  // little above capacity is left to the lag buffer until its lag, through the backlog term,
+  // asks for workers.
+  double level_margin = 0.1;
+  // A burst (below) is answered at once only when the lag it would build within
+  // burst_horizon_seconds, lag + (r_fast - capacity) x burst_horizon_seconds, reaches burst_lag
+  // messages (>= 0; keep it below the lag SLO): a spike that the buffer absorbs moves no worker,
+  // and one that lasts is answered by the level and backlog terms or, as its lag grows, here.
+  double burst_lag = 6000.0;
+  double burst_horizon_seconds = 30.0;  // >= 0
   // No scale-down while the lag is above this fraction of lag_allowance, in [0, 1]: a backlog
   // still draining is no surplus.
   double scale_down_lag_fraction = 0.5;
   // A scale-up is due when the level (slow average) plus the backlog term exceeds the pool's
   // capacity, or the fast average plus the backlog term exceeds it by this fraction, >= 0: a
   // short spike is left to the lag allowance, a jump is answered within seconds.
-  double burst_margin = 0.1;
+  double burst_margin = 0.2;
   // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
   // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
   // the cap, fit for a seed curve); its sizing keys are rejected here.
@@ -67,15 +78,20 @@ struct HybridParams {
 //
 // Scale up (feedforward + feedback), at once:
 //   backlog  B = max(0, lag - lag_allowance) / catch_up_seconds
-//   level    D = r_slow + B > X(current)                  -> sized on D
-//            (> (1 + reversal_margin) X(current) when the pool's last change was a scale-down)
-//   burst    r_fast + B > (1 + burst_margin) X(current)   -> sized on max(r_slow, r_fast,
-//                                                            this tick's rate) + B
+//   level    D = r_slow + B > (1 + level_margin) X(current)          -> sized on D
+//            (+ reversal_margin when the pool's last change was a scale-down)
+//   burst    r_fast + B > (1 + burst_margin) X(current)              -> sized on max(r_slow,
+//            and lag + (r_fast - X(current)) x burst_horizon_seconds     r_fast, this tick's
+//                >= burst_lag                                            rate) + B
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
-// The trigger is the capacity itself, not the headroom: inside the headroom the rate's noise
-// would trigger a scale-up that a scale-down must then undo (a reversal); a real overload shows
-// as a level above capacity, as a burst or as lag, and the step then goes to the headroom at
-// once (sized on this tick's rate after a jump, which the averages still lag behind).
+// The trigger is beyond the capacity, not inside the headroom: there the rate's noise would
+// trigger a scale-up that a scale-down must then undo (a reversal); a real overload shows as a
+// level above capacity, as a burst or as lag, and the step then goes to the headroom at once
+// (sized on this tick's rate after a jump, which the averages still lag behind). The margins
+// and the burst's lag test use the lag buffer as the clairvoyant oracle does: a load that rides
+// a little above the pool's capacity for a minute, or a short spike, builds a few thousand
+// messages of lag, well under the SLO, and drains by itself when the noise turns; only a lag
+// that keeps growing (the backlog term) or a burst that would fill the buffer buys workers.
 //
 // Scale down (cost per action):
 //   target = ceil(n with X(n) = r_fast / scale_down_utilization)

@@ -320,8 +320,8 @@ TuneSpace TuneSpace::default_for(const std::string& policy, const GuardConfig& g
     params["peak_fraction"] = {{"min", 0.6}, {"max", 1.0}};
   } else if (policy == "hybrid" && known_policy("hybrid")) {
     // scale_down_utilization stays at or below target_utilization everywhere in the box.
-    params["target_utilization"] = {{"min", 0.93}, {"max", 1.0}};
-    params["scale_down_utilization"] = {{"min", 0.8}, {"max", 0.93}};
+    params["target_utilization"] = {{"min", 0.95}, {"max", 1.0}};
+    params["scale_down_utilization"] = {{"min", 0.8}, {"max", 0.95}};
     params["scale_down_cost"] = {{"min", 30.0}, {"max", 2000.0}, {"log", true}};
     params["lag_allowance"] = {{"min", 500.0}, {"max", 8000.0}, {"log", true}};
     params["slow_rate_filter_seconds"] = {{"min", 5.0}, {"max", 300.0}, {"log", true}};
