@@ -396,15 +396,19 @@ void ConsumerModel::complete(int w, double now) {
 }
 
 void ConsumerModel::run_next_event() {
-  const auto e = events_.pop();
+  // The event stays at the heap's root while it is handled: a completion that starts the
+  // worker's next message schedules it in the event's place (EventHeap::handle_top).
+  const auto e = events_.handle_top();
   const int w = static_cast<int>(e.payload.worker);
   Worker& k = workers_[w];
-  if (k.generation != e.payload.generation) return;  // the worker was removed meanwhile
-  if (k.state == WorkerState::kBusy) {
-    complete(w, e.time);
-  } else if (k.state == WorkerState::kWarming) {
-    become_productive(w, e.time);
+  if (k.generation == e.payload.generation) {  // else the worker was removed meanwhile
+    if (k.state == WorkerState::kBusy) {
+      complete(w, e.time);
+    } else if (k.state == WorkerState::kWarming) {
+      become_productive(w, e.time);
+    }
   }
+  events_.done();
 }
 
 void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {

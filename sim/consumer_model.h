@@ -48,8 +48,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/event_queue.h"
 #include "policies/log_histogram.h"
+#include "sim/event_heap.h"
 #include "sim/random.h"
 #include "sim/window_histogram.h"
 
@@ -131,7 +131,7 @@ struct ModelSample {
 };
 
 // Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
-// (completions, warm-ups) sit in an EventQueue ordered by (time, sequence); arrivals are pushed
+// (completions, warm-ups) sit in an EventHeap ordered by (time, sequence); arrivals are pushed
 // in from outside by the caller in time order, interleaved with run_next_event() by comparing
 // times (so the heap only ever holds at most one event per worker).
 class ConsumerModel {
@@ -240,7 +240,7 @@ class ConsumerModel {
   double base_p50_ = 0.0, base_p99_ = 0.0;
   std::vector<double> stretch_table_;
 
-  EventQueue<EventPayload> events_;
+  EventHeap<EventPayload> events_;
   std::vector<Worker> workers_;
   std::vector<int> free_slots_;
   std::vector<int> idle_;        // productive idle workers (a stack: the last one idled goes first)
