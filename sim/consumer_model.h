@@ -225,7 +225,12 @@ class ConsumerModel {
     busy_since_ = now;
   }
   double draw_work(int64_t count);
-  double stretch_of(int busy);           // table lookup for whole numbers of busy workers
+  // Table lookup for whole numbers of busy workers (the table grows on first use of a count).
+  double stretch_of(int busy) {
+    if (busy < static_cast<int>(stretch_table_.size())) return stretch_table_[busy];
+    return grow_stretch_table(busy);
+  }
+  double grow_stretch_table(int busy);
   double stretch_at(double busy) const;  // the same formula for a fractional concurrency
   int64_t progress(const Worker& w, double now) const;
 
