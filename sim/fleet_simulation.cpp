@@ -373,7 +373,7 @@ FleetResult FleetRun::run() {
       Instance& in = *p.instance;
       if (p.state == PodState::kMember) {
         ++members;
-        in.set_explain(in.scale_actions < config_.max_decisions);
+        in.set_explain(false);  // a fleet run keeps no decisions: nobody reads their text
         in.loop()->tick(t1);
         const int before = in.last_sample().pool_size;
         const int after = in.model().pool_size();

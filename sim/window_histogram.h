@@ -27,6 +27,10 @@
 
 #include "policies/log_histogram.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace lagpilot::sim {
 
 class WindowHistogram {
@@ -94,9 +98,9 @@ class WindowHistogram {
 
   // The (i + 1)-th largest value: the one with at most i values above it and more than i at
   // or above it. Counting for every value (a few dozen, branch-free) beats a selection's
-  // unpredictable branches on random data. The count runs over a multiple of 4 values, the
-  // slots past size_ set to NaN (no comparison with a NaN is true, so they count nowhere), so
-  // that the compiler vectorizes it without a scalar tail.
+  // unpredictable branches on random data. The count runs over a multiple of 4 values, two at a
+  // time, the slots past size_ set to NaN (no ordered comparison with a NaN is true, so they
+  // count nowhere).
   double largest(std::size_t i) {
     const std::size_t padded = (size_ + 3) & ~std::size_t{3};  // <= kSparse, a multiple of 4
     for (std::size_t b = size_; b < padded; ++b) {
@@ -104,14 +108,38 @@ class WindowHistogram {
     }
     for (std::size_t a = 0; a < size_; ++a) {
       const double v = values_[a];
-      uint64_t above = 0, at_or_above = 0;
-      for (std::size_t b = 0; b < padded; ++b) {
-        above += values_[b] > v ? 1 : 0;
-        at_or_above += values_[b] >= v ? 1 : 0;
-      }
+      const auto [above, at_or_above] = count_around(v, padded);
       if (above <= i && i < at_or_above) return v;
     }
     return values_[size_ - 1];  // not reached: some value has that rank
+  }
+
+  // How many of values_[0, n) are above `v` and at or above it (n a multiple of 2).
+  std::pair<std::size_t, std::size_t> count_around(double v, std::size_t n) const {
+#if defined(__SSE2__)
+    // Two at a time: an ordered comparison is all ones where true (and false for a NaN), so
+    // subtracting the masks counts.
+    const __m128d x = _mm_set1_pd(v);
+    __m128i above = _mm_setzero_si128();
+    __m128i at_or_above = _mm_setzero_si128();
+    for (std::size_t b = 0; b < n; b += 2) {
+      const __m128d y = _mm_loadu_pd(values_.data() + b);
+      above = _mm_sub_epi64(above, _mm_castpd_si128(_mm_cmpgt_pd(y, x)));
+      at_or_above = _mm_sub_epi64(at_or_above, _mm_castpd_si128(_mm_cmpge_pd(y, x)));
+    }
+    alignas(16) uint64_t a[2];
+    alignas(16) uint64_t e[2];
+    _mm_store_si128(reinterpret_cast<__m128i*>(a), above);
+    _mm_store_si128(reinterpret_cast<__m128i*>(e), at_or_above);
+    return {static_cast<std::size_t>(a[0] + a[1]), static_cast<std::size_t>(e[0] + e[1])};
+#else
+    std::size_t above = 0, at_or_above = 0;
+    for (std::size_t b = 0; b < n; ++b) {
+      above += values_[b] > v ? 1 : 0;
+      at_or_above += values_[b] >= v ? 1 : 0;
+    }
+    return {above, at_or_above};
+#endif
   }
 
   // The walk from the top over the (value, weight) pairs in descending order: the first value
