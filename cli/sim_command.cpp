@@ -251,8 +251,11 @@ CommandMain add_sim_command(CLI::App& app) {
       board.html_out = o->html_out;
       add_scoreboard_references(specs, order);
       const int threads = sim::hardware_threads(o->threads);
-      board.run = [&](const sim::Trace& trace) {
-        return run_all(trace, specs, order, cfg.guards, sc, threads);
+      // The scoreboard reports KPIs only: no run records a decision (no reason text is built).
+      sim::SimConfig run_config = sc;
+      run_config.max_decisions = 0;
+      board.run = [&, run_config](const sim::Trace& trace) {
+        return run_all(trace, specs, order, cfg.guards, run_config, threads);
       };
       return run_scoreboard(board);
     }
@@ -273,8 +276,14 @@ CommandMain add_sim_command(CLI::App& app) {
                  trace_path, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,
                  trace.peak_rate(), trace.total_messages(), sc.resolve_fidelity(trace),
                  specs.size(), threads);
+    // The recorded decisions (their reason text) are read by the JSON report alone
+    // ("scale_actions_recorded"): without --json the runs record none, so policies and guards
+    // build no reason text at all (the same numbers either way; sc itself, which the reports
+    // print, keeps the configured max_decisions).
+    sim::SimConfig run_config = sc;
+    if (o->json_out.empty()) run_config.max_decisions = 0;
     const std::vector<sim::RunResult> results =
-        run_all(trace, specs, order, cfg.guards, sc, threads);
+        run_all(trace, specs, order, cfg.guards, run_config, threads);
 
     std::cout << sim::format_kpi_table(results);
     if (!o->json_out.empty()) {

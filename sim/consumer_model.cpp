@@ -222,13 +222,11 @@ void ConsumerModel::prefetch_service_times() {
       });
 }
 
-double ConsumerModel::stretch_of(int busy) {
-  if (busy >= static_cast<int>(stretch_table_.size())) {
-    for (int n = static_cast<int>(stretch_table_.size()); n <= busy; ++n) {
-      stretch_table_.push_back(config_.stretch(n));
-    }
-    stretch_weight_.resize(stretch_table_.size(), 0.0);
+double ConsumerModel::grow_stretch_table(int busy) {
+  for (int n = static_cast<int>(stretch_table_.size()); n <= busy; ++n) {
+    stretch_table_.push_back(config_.stretch(n));
   }
+  stretch_weight_.resize(stretch_table_.size(), 0.0);
   return stretch_table_[busy];
 }
 
@@ -269,11 +267,11 @@ int ConsumerModel::new_worker_slot() {
     return w;
   }
   workers_.emplace_back();
+  busy_index_.push_back(-1);  // sized with workers_: add_busy() needs no check
   return static_cast<int>(workers_.size()) - 1;
 }
 
 void ConsumerModel::add_busy(int w) {
-  if (busy_index_.size() < workers_.size()) busy_index_.resize(workers_.size(), -1);
   busy_index_[w] = static_cast<int>(busy_slots_.size());
   busy_slots_.push_back(w);
 }
@@ -310,7 +308,8 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
     stretch_of(busy_class);  // sizes the tables
     s = stretch_at(concurrency);
   }
-  const double work = draw_work(chunk.count) * s;
+  // Per message with prefetched draws (the common M/M/c case) without the call.
+  const double work = (service_times_ ? service_times_->next() : draw_work(chunk.count)) * s;
   double end = now + work;
   double rate = 1.0;
   if (chunk.count > 1) {
@@ -396,15 +395,19 @@ void ConsumerModel::complete(int w, double now) {
 }
 
 void ConsumerModel::run_next_event() {
-  const auto e = events_.pop();
+  // The event stays at the heap's root while it is handled: a completion that starts the
+  // worker's next message schedules it in the event's place (EventHeap::handle_top).
+  const auto e = events_.handle_top();
   const int w = static_cast<int>(e.payload.worker);
   Worker& k = workers_[w];
-  if (k.generation != e.payload.generation) return;  // the worker was removed meanwhile
-  if (k.state == WorkerState::kBusy) {
-    complete(w, e.time);
-  } else if (k.state == WorkerState::kWarming) {
-    become_productive(w, e.time);
+  if (k.generation == e.payload.generation) {  // else the worker was removed meanwhile
+    if (k.state == WorkerState::kBusy) {
+      complete(w, e.time);
+    } else if (k.state == WorkerState::kWarming) {
+      become_productive(w, e.time);
+    }
   }
+  events_.done();
 }
 
 void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {

@@ -48,8 +48,8 @@
 #include <string>
 #include <vector>
 
-#include "policies/event_queue.h"
 #include "policies/log_histogram.h"
+#include "sim/event_heap.h"
 #include "sim/random.h"
 #include "sim/window_histogram.h"
 
@@ -131,7 +131,7 @@ struct ModelSample {
 };
 
 // Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
-// (completions, warm-ups) sit in an EventQueue ordered by (time, sequence); arrivals are pushed
+// (completions, warm-ups) sit in an EventHeap ordered by (time, sequence); arrivals are pushed
 // in from outside by the caller in time order, interleaved with run_next_event() by comparing
 // times (so the heap only ever holds at most one event per worker).
 class ConsumerModel {
@@ -225,7 +225,12 @@ class ConsumerModel {
     busy_since_ = now;
   }
   double draw_work(int64_t count);
-  double stretch_of(int busy);           // table lookup for whole numbers of busy workers
+  // Table lookup for whole numbers of busy workers (the table grows on first use of a count).
+  double stretch_of(int busy) {
+    if (busy < static_cast<int>(stretch_table_.size())) return stretch_table_[busy];
+    return grow_stretch_table(busy);
+  }
+  double grow_stretch_table(int busy);
   double stretch_at(double busy) const;  // the same formula for a fractional concurrency
   int64_t progress(const Worker& w, double now) const;
 
@@ -240,7 +245,7 @@ class ConsumerModel {
   double base_p50_ = 0.0, base_p99_ = 0.0;
   std::vector<double> stretch_table_;
 
-  EventQueue<EventPayload> events_;
+  EventHeap<EventPayload> events_;
   std::vector<Worker> workers_;
   std::vector<int> free_slots_;
   std::vector<int> idle_;        // productive idle workers (a stack: the last one idled goes first)

@@ -1,8 +1,8 @@
 #pragma once
 // One pod of the fleet simulator (sim/fleet_simulation.h), an implementation detail of it: the
-// pod's fetch buffer, its ConsumerModel and what its ControlLoop sees, built field for field as
-// simulate()'s SimulatedConsumer builds it (the buffer counted as the queue the single model
-// would hold), so that a fleet of one is simulate() exactly.
+// pod's fetch buffer, its ConsumerModel and what its ControlLoop sees, built by the same
+// ObservationBuilder (sim/tick_loop.h) as simulate()'s SimulatedConsumer (the buffer counted as
+// the queue the single model would hold), so that a fleet of one is simulate() exactly.
 //
 // Thread-safety: a plain single-threaded object, owned by one fleet run.
 
@@ -16,6 +16,7 @@
 #include "policies/control_loop.h"
 #include "sim/consumer_model.h"
 #include "sim/replica_policy.h"
+#include "sim/tick_loop.h"
 
 namespace lagpilot::sim::fleet_detail {
 
@@ -34,7 +35,7 @@ class Instance final : public Sampler, public Actuator {
   Instance(const ConsumerModelConfig& model, int initial_workers, uint64_t seed, bool batch,
            double now, double catch_up_seconds)
       : model_(model, initial_workers, seed, batch),
-        previous_time_(now),
+        observations_(now),
         recommended_(catch_up_seconds) {}
 
   void start_loop(std::unique_ptr<Policy> policy, const GuardConfig& guards) {
@@ -46,33 +47,10 @@ class Instance final : public Sampler, public Actuator {
   Observation sample(double now) override {
     now_ = now;
     last_ = model_.sample(now);
-    const int64_t lag = lag_now();
-    const double window = now - previous_time_;
-    Observation obs;
-    obs.time = now;
-    obs.total_lag = lag;
-    obs.arrival_rate =
-        window > 0 ? static_cast<double>(arrivals_ - previous_arrivals_) / window : 0;
-    obs.processed_rate =
-        window > 0 ? static_cast<double>(last_.processed - previous_processed_) / window : 0;
-    obs.lag_slope = window > 0 ? static_cast<double>(lag - previous_lag_) / window : 0;
-    obs.latency_p50 = last_.latency_p50;
-    obs.latency_p99 = last_.latency_p99;
-    obs.record_age_p99 = last_.record_age_p99;
-    obs.current_workers = last_.pool_size;
-    obs.busy_workers = last_.busy_mean;
-    obs.queue_depth = last_.queue_depth + buffered_;
-    obs.queue_capacity = 0;
-    obs.assigned_partitions = static_cast<int>(partitions_.size());
-    obs.sink_pushback = last_.sink_pushback;
-    obs.explain = explain_;
-    previous_time_ = now;
-    previous_arrivals_ = arrivals_;
-    previous_processed_ = last_.processed;
-    previous_lag_ = lag;
-    last_lag_ = lag;
-    last_obs_ = obs;
-    return obs;
+    last_lag_ = lag_now();
+    last_obs_ = observations_.build(now, last_, arrivals_, last_lag_, last_.queue_depth + buffered_,
+                                    static_cast<int>(partitions_.size()), explain_);
+    return last_obs_;
   }
 
   // Grows one worker at a time, feeding each new productive worker before the next is added:
@@ -179,10 +157,7 @@ class Instance final : public Sampler, public Actuator {
   bool paused_ = false;
   bool explain_ = true;
   double now_ = 0.0;
-  double previous_time_ = 0.0;
-  int64_t previous_arrivals_ = 0;
-  int64_t previous_processed_ = 0;
-  int64_t previous_lag_ = 0;
+  ObservationBuilder observations_;
   int64_t last_lag_ = 0;
   ModelSample last_;
   Observation last_obs_;

@@ -15,6 +15,7 @@
 #include "sim/lag_quantile.h"
 #include "sim/random.h"
 #include "sim/replica_policy.h"
+#include "sim/tick_loop.h"
 
 namespace lagpilot::sim {
 namespace {
@@ -291,9 +292,9 @@ void FleetRun::set_replicas(double now, int replicas) {
 
 FleetResult FleetRun::run() {
   FleetResult result;
-  const double tick = config_.tick_seconds;
-  const int64_t ticks =
-      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(trace_.duration() / tick - 1e-9)));
+  const TickGrid grid(trace_.duration(), config_.tick_seconds, config_.series_interval_seconds);
+  const double tick = grid.tick;
+  const int64_t ticks = grid.ticks;
   // The group formed before t = 0: its first assignment is no rebalance.
   for (int i = 0; i < fleet_.replicas; ++i) join(add_pod(), 0.0);
   assign();
@@ -302,33 +303,25 @@ FleetResult FleetRun::run() {
   k.max_workers = fleet_.replicas * config_.initial_workers;
   kpis_.max_replicas = fleet_.replicas;
   LagQuantile p99_lag(0.99, ticks);
-  const int64_t series_every =
-      config_.series_interval_seconds > 0.0
-          ? std::max<int64_t>(1, std::llround(config_.series_interval_seconds / tick))
-          : 1;
   int64_t series_arrived = 0, series_processed = 0, tick_arrived = 0;
   double series_time = 0.0;
-  int stretched_pool = -1;
-  double seconds_per_message = 0.0;
+  StretchedService stretched(config_.model);
+  std::vector<double> next_event;  // see below; kept across ticks (no allocation per tick)
 
   for (int64_t i = 1; i <= ticks; ++i) {
-    const double t0 = static_cast<double>(i - 1) * tick;
-    const double t1 = static_cast<double>(i) * tick;
+    const double t0 = grid.start(i);
+    const double t1 = grid.end(i);
     int pool = 0;
     for (const Pod& p : pods_) {
       if (p.state == PodState::kMember) pool += p.instance->model().pool_size();
     }
-    if (pool != stretched_pool) {
-      stretched_pool = pool;
-      seconds_per_message = config_.model.service_mean_seconds * config_.model.stretch(pool);
-    }
-    arrivals_->begin_window(t0, t1, seconds_per_message, pool);
+    arrivals_->begin_window(t0, t1, stretched.seconds_per_message(pool), pool);
     paused_in_tick_ = paused_;
     // The window's events in time order: the models' own (lowest pod first at equal times),
     // then the fleet's (joins, ends of pauses), then arrivals, as in simulate().
     // Each pod's next own event, refreshed for the pod an event or an arrival touched and for
     // every pod after a fleet event (a flat vector: the scan below is the hot loop).
-    std::vector<double> next_event(pods_.size(), kInf);
+    next_event.assign(pods_.size(), kInf);
     auto refresh = [&](std::size_t p) {
       const Pod& pod = pods_[p];
       next_event[p] = pod.instance && pod.state != PodState::kGone
@@ -380,7 +373,7 @@ FleetResult FleetRun::run() {
       Instance& in = *p.instance;
       if (p.state == PodState::kMember) {
         ++members;
-        in.set_explain(in.scale_actions < config_.max_decisions);
+        in.set_explain(false);  // a fleet run keeps no decisions: nobody reads their text
         in.loop()->tick(t1);
         const int before = in.last_sample().pool_size;
         const int after = in.model().pool_size();
@@ -439,7 +432,7 @@ FleetResult FleetRun::run() {
     for (const Pod& p : pods_) alive_after += p.state != PodState::kGone;
     kpis_.max_replicas = std::max(kpis_.max_replicas, alive_after);
 
-    if (config_.record_series && (i % series_every == 0 || i == ticks)) {
+    if (config_.record_series && grid.series_point(i)) {
       int64_t processed = 0;
       for (const Pod& p : pods_) {
         if (p.instance) processed += p.instance->last_sample().processed;

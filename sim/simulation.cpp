@@ -12,6 +12,7 @@
 #include "sim/parallel_for.h"
 #include "sim/prefetched_stream.h"
 #include "sim/random.h"
+#include "sim/tick_loop.h"
 
 namespace lagpilot::sim {
 namespace {
@@ -241,32 +242,9 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   Observation sample(double now) override {
     now_ = now;
     last_ = model_.sample(now);
-    const int64_t arrived = model_.arrived();
-    const int64_t lag = arrived - last_.processed;
-    const double window = now - previous_time_;
-    Observation obs;
-    obs.time = now;
-    obs.total_lag = lag;
-    obs.arrival_rate = window > 0 ? static_cast<double>(arrived - previous_arrived_) / window : 0;
-    obs.processed_rate =
-        window > 0 ? static_cast<double>(last_.processed - previous_processed_) / window : 0;
-    obs.lag_slope = window > 0 ? static_cast<double>(lag - previous_lag_) / window : 0;
-    obs.latency_p50 = last_.latency_p50;
-    obs.latency_p99 = last_.latency_p99;
-    obs.record_age_p99 = last_.record_age_p99;
-    obs.current_workers = last_.pool_size;
-    obs.busy_workers = last_.busy_mean;
-    obs.queue_depth = last_.queue_depth;
-    obs.queue_capacity = 0;  // unbounded in the simulator
-    obs.assigned_partitions = partitions_;
-    obs.sink_pushback = last_.sink_pushback;
-    obs.explain = explain_;
-    previous_time_ = now;
-    previous_arrived_ = arrived;
-    previous_processed_ = last_.processed;
-    previous_lag_ = lag;
-    last_lag_ = lag;
-    return obs;
+    last_lag_ = model_.arrived() - last_.processed;
+    return observations_.build(now, last_, model_.arrived(), last_lag_, last_.queue_depth,
+                               partitions_, explain_);
   }
 
   void resize(int workers) override { model_.resize(now_, workers); }
@@ -281,10 +259,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   ConsumerModel& model_;
   int partitions_;
   double now_ = 0.0;
-  double previous_time_ = 0.0;
-  int64_t previous_arrived_ = 0;
-  int64_t previous_processed_ = 0;
-  int64_t previous_lag_ = 0;
+  ObservationBuilder observations_;
   int64_t last_lag_ = 0;
   bool explain_ = true;
   ModelSample last_;
@@ -392,10 +367,9 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
   result.fidelity = config.resolve_fidelity(trace);
   const bool batch = result.fidelity == "batch";
 
-  const double tick = config.tick_seconds;
-  const double duration = trace.duration();
-  const int64_t ticks =
-      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration / tick - 1e-9)));
+  const TickGrid grid(trace.duration(), config.tick_seconds, config.series_interval_seconds);
+  const double tick = grid.tick;
+  const int64_t ticks = grid.ticks;
 
   ConsumerModel model(config.model, config.initial_workers,
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
@@ -408,30 +382,18 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
   k.max_workers = config.initial_workers;
   LagQuantile p99_lag(0.99, ticks);
   int last_direction = 0;
-  const int64_t series_every =
-      config.series_interval_seconds > 0.0
-          ? std::max<int64_t>(1, std::llround(config.series_interval_seconds / tick))
-          : 1;
   if (config.record_series) {
-    result.series.reserve(static_cast<std::size_t>(ticks / series_every + 1));
+    result.series.reserve(static_cast<std::size_t>(ticks / grid.series_every + 1));
   }
   int64_t series_arrived = 0;
   int64_t series_processed = 0;
   double series_time = 0.0;
-
-  // The batch layout's service time per message at the current pool size (recomputed only
-  // when the pool changes).
-  int stretched_pool = -1;
-  double seconds_per_message = 0.0;
+  StretchedService stretched(config.model);
   for (int64_t i = 1; i <= ticks; ++i) {
-    const double t0 = static_cast<double>(i - 1) * tick;
-    const double t1 = static_cast<double>(i) * tick;
+    const double t0 = grid.start(i);
+    const double t1 = grid.end(i);
     const int pool = model.pool_size();
-    if (pool != stretched_pool) {
-      stretched_pool = pool;
-      seconds_per_message = config.model.service_mean_seconds * config.model.stretch(pool);
-    }
-    arrivals.begin_window(t0, t1, seconds_per_message, pool);
+    arrivals.begin_window(t0, t1, stretched.seconds_per_message(pool), pool);
     for (;;) {
       const double te = model.next_event_time();
       const double ta = arrivals.next_time();
@@ -470,7 +432,7 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
         result.decisions.push_back(d);
       }
     }
-    if (config.record_series && (i % series_every == 0 || i == ticks)) {
+    if (config.record_series && grid.series_point(i)) {
       const double span = t1 - series_time;
       SeriesPoint p;
       p.t = t1;

@@ -1,0 +1,98 @@
+#pragma once
+// What simulate() (sim/simulation.cpp) and the fleet simulator (sim/fleet_simulation.cpp) share
+// around their tick loops, written once so that a fleet of one instance stays simulate()
+// exactly: the tick grid and the series cadence, the batch layout's service time per message at
+// the current pool size, and the Observation a ControlLoop sees, built from a model sample the
+// way a real consumer's sampler would (rates over the window since the previous sample).
+//
+// Thread-safety: plain values, one owner each.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "policies/observation.h"
+#include "sim/consumer_model.h"
+
+namespace lagpilot::sim {
+
+// Ticks i = 1 .. ticks cover [(i - 1) tick, i tick); a series point is kept every series_every
+// ticks and at the last one.
+struct TickGrid {
+  TickGrid(double trace_duration, double tick_seconds, double series_interval_seconds)
+      : tick(tick_seconds),
+        ticks(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(trace_duration / tick - 1e-9)))),
+        series_every(series_interval_seconds > 0.0
+                         ? std::max<int64_t>(1, std::llround(series_interval_seconds / tick))
+                         : 1) {}
+
+  double start(int64_t i) const { return static_cast<double>(i - 1) * tick; }
+  double end(int64_t i) const { return static_cast<double>(i) * tick; }
+  bool series_point(int64_t i) const { return i % series_every == 0 || i == ticks; }
+
+  double tick;
+  int64_t ticks;
+  int64_t series_every;
+};
+
+// The batch layout's service time per message at a pool size, recomputed only when the pool
+// changes.
+class StretchedService {
+ public:
+  explicit StretchedService(const ConsumerModelConfig& model) : model_(model) {}
+  double seconds_per_message(int pool) {
+    if (pool != pool_) {
+      pool_ = pool;
+      seconds_ = model_.service_mean_seconds * model_.stretch(pool);
+    }
+    return seconds_;
+  }
+
+ private:
+  const ConsumerModelConfig& model_;
+  int pool_ = -1;
+  double seconds_ = 0.0;
+};
+
+// Builds each tick's Observation from the model's sample and the counts the caller keeps
+// (arrivals to the consumer so far, its lag, its queue), with the rates over the window since
+// the previous build.
+class ObservationBuilder {
+ public:
+  explicit ObservationBuilder(double start_time = 0.0) : previous_time_(start_time) {}
+
+  Observation build(double now, const ModelSample& m, int64_t arrived, int64_t lag,
+                    int64_t queue_depth, int partitions, bool explain) {
+    const double window = now - previous_time_;
+    Observation obs;
+    obs.time = now;
+    obs.total_lag = lag;
+    obs.arrival_rate = window > 0 ? static_cast<double>(arrived - previous_arrived_) / window : 0;
+    obs.processed_rate =
+        window > 0 ? static_cast<double>(m.processed - previous_processed_) / window : 0;
+    obs.lag_slope = window > 0 ? static_cast<double>(lag - previous_lag_) / window : 0;
+    obs.latency_p50 = m.latency_p50;
+    obs.latency_p99 = m.latency_p99;
+    obs.record_age_p99 = m.record_age_p99;
+    obs.current_workers = m.pool_size;
+    obs.busy_workers = m.busy_mean;
+    obs.queue_depth = queue_depth;
+    obs.queue_capacity = 0;  // unbounded in the simulator
+    obs.assigned_partitions = partitions;
+    obs.sink_pushback = m.sink_pushback;
+    obs.explain = explain;
+    previous_time_ = now;
+    previous_arrived_ = arrived;
+    previous_processed_ = m.processed;
+    previous_lag_ = lag;
+    return obs;
+  }
+
+ private:
+  double previous_time_;
+  int64_t previous_arrived_ = 0;
+  int64_t previous_processed_ = 0;
+  int64_t previous_lag_ = 0;
+};
+
+}  // namespace lagpilot::sim
