@@ -162,6 +162,14 @@ void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
   if (root.has("failure")) c.failure = FailureConfig::from_json(*root.raw("failure"), "failure");
   if (root.has("shedding")) {
     c.shedding = ShedConfig::from_json(*root.raw("shedding"), "shedding");
+    for (const std::string& topic : c.kafka.topics) {
+      if (topic == c.shedding.to_topic) {
+        throw ConfigError("shedding.to_topic",
+                          "\"" + topic +
+                              "\" is a topic this consumer reads (kafka.topics): shed "
+                              "records would come back to it");
+      }
+    }
   }
   root.read("ledger", c.ledger);
   root.read("tick_seconds", c.tick_seconds, 0.01, 3600.0);

@@ -233,6 +233,10 @@ TEST(ShedConfig, ErrorsNameTheJsonPath) {
                         {"min_priority_under_pressure", 3}}}})
                 .rfind("shedding.priority.colour |", 0),
             0u);
+  EXPECT_EQ(error_of({{"kafka", {{"topics", {"events"}}}},
+                      {"shedding", {{"max_age_seconds", 5}, {"to_topic", "events"}}}})
+                .rfind("shedding.to_topic |", 0),
+            0u);
   EXPECT_EQ(error_of({{"shedding", {{"max_age_seconds", 5}, {"to_topic", 7}}}})
                 .rfind("shedding.to_topic |", 0),
             0u);

@@ -201,7 +201,9 @@ TEST(SheddingService, OnlyTheConfiguredClassesAreShedAndEveryRecordIsAccountedFo
     const bool was_shed = shed.count(i) > 0;
     EXPECT_TRUE(was_processed != was_shed)
         << "seq " << i << ": processed " << was_processed << ", shed " << was_shed;
-    if (is_high(i) && !is_old(i)) EXPECT_FALSE(was_shed) << "seq " << i;
+    if (is_high(i) && !is_old(i)) {
+      EXPECT_FALSE(was_shed) << "seq " << i;
+    }
   }
   EXPECT_EQ(processed.size() + shed.size(), static_cast<std::size_t>(kRecords));
 
