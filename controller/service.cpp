@@ -104,6 +104,7 @@ void tick_shedding(Shedder& shedder, ConsumerRuntime& runtime, DeliveryMetrics& 
                   "shedding started: backpressure for %.1f s (after_pressure_seconds %g): ",
                   shedder.gate().pressure_for(now), c.after_pressure_seconds);
     runtime.controller().record_event(now, "shedding", buf + why);
+    shedder.note_transition(buf + why, unix_seconds_now());
     spdlog::warn("{}{}", buf, why);
   } else if (t == ShedGate::Transition::kStopped) {
     std::snprintf(
@@ -111,6 +112,7 @@ void tick_shedding(Shedder& shedder, ConsumerRuntime& runtime, DeliveryMetrics& 
         "shedding stopped: no backpressure for %g s (release_after_seconds); shed so far: %llu",
         c.release_after_seconds, static_cast<unsigned long long>(shedder.stats().total()));
     runtime.controller().record_event(now, "shedding", buf);
+    shedder.note_transition(buf, unix_seconds_now());
     spdlog::warn("{}", buf);
   }
   if (const std::string line = format_shed_window(shedder.take_window()); !line.empty()) {

@@ -176,7 +176,10 @@ ShedGate::Transition ShedGate::update(double now, bool pressure) {
 }
 
 nlohmann::json to_json(const ShedStats& s) {
-  nlohmann::json j = {{"active", s.active}, {"to_topic_failures", s.to_topic_failures}};
+  nlohmann::json j = {{"active", s.active},
+                      {"to_topic_failures", s.to_topic_failures},
+                      {"last_transition", s.last_transition},
+                      {"last_transition_unix_seconds", s.last_transition_unix_seconds}};
   for (int i = 0; i < kShedReasons; ++i) {
     j[shed_reason_name(static_cast<ShedReason>(i))] = s.shed[i];
   }
@@ -201,11 +204,20 @@ void Shedder::count_to_topic_failure() {
   to_topic_failures_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Shedder::note_transition(std::string text, double unix_seconds) {
+  std::lock_guard lock(mu_);
+  last_transition_ = std::move(text);
+  last_transition_unix_seconds_ = unix_seconds;
+}
+
 ShedStats Shedder::stats() const {
   ShedStats s;
   for (int i = 0; i < kShedReasons; ++i) s.shed[i] = shed_[i].load(std::memory_order_relaxed);
   s.to_topic_failures = to_topic_failures_.load(std::memory_order_relaxed);
   s.active = gate_.active();
+  std::lock_guard lock(mu_);
+  s.last_transition = last_transition_;
+  s.last_transition_unix_seconds = last_transition_unix_seconds_;
   return s;
 }
 

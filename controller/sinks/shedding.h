@@ -26,13 +26,15 @@
 // then counted; its offset completes like a processed one. Nothing is lost silently: every
 // record is processed, dead-lettered, or shed and counted.
 //
-// Thread-safety: ShedConfig is a plain value; shed_verdict() is pure. ShedGate: update() on one
-// (control) thread; active() on any. Shedder: decide(), count() and count_to_topic_failure()
-// on any worker; take_window() on one (control) thread; stats() on any.
+// Thread-safety: ShedConfig is a plain value; shed_verdict() is pure. ShedGate: update() and the
+// other accessors on one (control) thread; active() on any. Shedder: decide(), count() and
+// count_to_topic_failure() on any worker; take_window() and gate().update() on one (control)
+// thread; stats(), config() and note_transition() on any.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -127,6 +129,8 @@ struct ShedStats {
   std::array<uint64_t, kShedReasons> shed{};  // by ShedReason
   uint64_t to_topic_failures = 0;             // shed-topic produces not acknowledged (retried)
   bool active = false;
+  std::string last_transition;              // its decision-log text; "" before any
+  double last_transition_unix_seconds = 0;  // when; 0 before any
   uint64_t total() const {
     uint64_t t = 0;
     for (uint64_t n : shed) t += n;
@@ -134,7 +138,8 @@ struct ShedStats {
   }
 };
 
-// {"active", "age", "priority", "to_topic_failures"}: part of "shedding" in /v1/status.
+// {"active", "age", "priority", "to_topic_failures", "last_transition",
+// "last_transition_unix_seconds"}: part of "shedding" in /v1/status.
 nlohmann::json to_json(const ShedStats& stats);
 
 // The config, the gate and the counters that DeliveryPipeline's workers share.
@@ -151,6 +156,8 @@ class Shedder {
   // Worker: a shed record is finished (produced to to_topic and acknowledged, when set).
   void count(ShedReason reason);
   void count_to_topic_failure();
+  // The last start or stop, as the decision log says it, for the status (any thread).
+  void note_transition(std::string text, double unix_seconds);
 
   ShedStats stats() const;
   // Control thread: records shed since the last call, by reason (the per-tick log line).
@@ -163,6 +170,9 @@ class Shedder {
   std::array<std::atomic<uint64_t>, kShedReasons> shed_{};
   std::array<std::atomic<uint64_t>, kShedReasons> window_{};
   std::atomic<uint64_t> to_topic_failures_{0};
+  mutable std::mutex mu_;  // guards last_transition_, last_transition_unix_seconds_
+  std::string last_transition_;
+  double last_transition_unix_seconds_ = 0;
 };
 
 // "shedding: shed 12 record(s) this tick (age 10, priority 2)", or "" when none was shed.

@@ -171,6 +171,10 @@ TEST(Shedder, CountsAndTheWindowLine) {
   EXPECT_EQ(j["age"], 2);
   EXPECT_EQ(j["priority"], 1);
   EXPECT_EQ(j["active"], false);
+  EXPECT_EQ(j["last_transition"], "");
+  s.note_transition("shedding started: x", 12.5);
+  EXPECT_EQ(to_json(s.stats())["last_transition"], "shedding started: x");
+  EXPECT_EQ(to_json(s.stats())["last_transition_unix_seconds"], 12.5);
 }
 
 // ---- config ----

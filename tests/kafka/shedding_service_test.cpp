@@ -117,6 +117,7 @@ TEST(SheddingService, OnlyTheConfiguredClassesAreShedAndEveryRecordIsAccountedFo
   Service service(config, handler);
   service.start();
   bool saw_active = false;
+  bool started_in_status = false;
   const auto decision_log = [&] {
     std::vector<std::string> events;
     for (const Decision& d : service.runtime().controller().recent_decisions(1000)) {
@@ -127,7 +128,11 @@ TEST(SheddingService, OnlyTheConfiguredClassesAreShedAndEveryRecordIsAccountedFo
   const bool finished = wait_until(
       [&] {
         const nlohmann::json shed = service.status()["runtime"]["shedding"];
-        if (shed.is_object() && shed["active"] == true) saw_active = true;
+        if (shed.is_object() && shed["active"] == true) {
+          saw_active = true;
+          started_in_status =
+              shed["last_transition"].get<std::string>().rfind("shedding started", 0) == 0;
+        }
         const SourceStats s = service.runtime().source().stats();
         int64_t committed = 0;
         for (const auto& p : s.partitions) committed += std::max<int64_t>(0, p.committed);
@@ -155,6 +160,10 @@ TEST(SheddingService, OnlyTheConfiguredClassesAreShedAndEveryRecordIsAccountedFo
   ASSERT_TRUE(finished) << "not all committed, or shedding did not start and stop; events: "
                         << events.size();
   EXPECT_TRUE(saw_active) << "/v1/status never showed shedding.active";
+  EXPECT_TRUE(started_in_status) << "/v1/status did not show the start while active";
+  EXPECT_EQ(status["active"], false);
+  EXPECT_EQ(status["last_transition"].get<std::string>().rfind("shedding stopped", 0), 0u)
+      << status["last_transition"];
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[0].rfind("shedding started: backpressure for ", 0), 0u) << events[0];
   EXPECT_NE(events[0].find("above lag_slo 40"), std::string::npos) << events[0];
