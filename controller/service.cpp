@@ -64,7 +64,8 @@ int64_t unix_ms_now() {
 
 // Whether backpressure holds at this tick, for the shedding gate, and why: the pool's queue at
 // its high watermark, the source's unfinished messages at the high watermark of their bound, or
-// lag above the lag SLO. "" when none (an operator pause is not pressure).
+// lag above the lag SLO. "" when none. (An operator pause by itself is not pressure; the lag it
+// lets grow is.)
 std::string shed_pressure(const TickReport& r, const RuntimeConfig& rc, bool pool_backpressure) {
   char buf[160];
   const double hw = rc.pool.high_watermark;
