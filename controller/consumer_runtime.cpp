@@ -160,6 +160,17 @@ void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
     }
   }
   if (root.has("failure")) c.failure = FailureConfig::from_json(*root.raw("failure"), "failure");
+  if (root.has("shedding")) {
+    c.shedding = ShedConfig::from_json(*root.raw("shedding"), "shedding");
+    for (const std::string& topic : c.kafka.topics) {
+      if (topic == c.shedding.to_topic) {
+        throw ConfigError("shedding.to_topic",
+                          "\"" + topic +
+                              "\" is a topic this consumer reads (kafka.topics): shed "
+                              "records would come back to it");
+      }
+    }
+  }
   root.read("ledger", c.ledger);
   root.read("tick_seconds", c.tick_seconds, 0.01, 3600.0);
   root.read("shutdown_timeout_seconds", c.shutdown_timeout_seconds, 0.0, 3600.0);
@@ -175,6 +186,7 @@ void RuntimeConfig::write_keys(nlohmann::json& root) const {
   root["kafka"] = kafka.to_json();
   root["handler"] = handler.to_json();
   root["failure"] = failure.to_json();
+  if (shedding.enabled) root["shedding"] = shedding.to_json();
   root["pool"] = {{"queue_capacity", pool.queue_capacity},
                   {"high_watermark", pool.high_watermark},
                   {"low_watermark", pool.low_watermark}};

@@ -17,6 +17,7 @@
 #include "controller/metrics/tick_report.h"
 #include "controller/pool/worker_pool.h"
 #include "controller/sinks/failure_policy.h"
+#include "controller/sinks/shedding.h"
 #include "policies/clock.h"
 #include "policies/config_reader.h"
 #include "policies/control_loop.h"
@@ -32,6 +33,7 @@ struct RuntimeConfig {
   WorkerPoolOptions pool;  // initial_workers and max_workers follow the guards
   HandlerConfig handler;   // "handler": synthetic (the default), http or exec
   FailureConfig failure;   // "failure": retries, backoff, dead letters
+  ShedConfig shedding;     // "shedding": opt-in (enabled only with a "shedding" object)
   std::string ledger;      // file to append processed (topic, partition, offset, seq)
   double tick_seconds = 1.0;
   double shutdown_timeout_seconds = 10.0;

@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdio>
+#include <map>
 
 #include "controller/api/http_api.h"
 #include "controller/config_advice.h"
@@ -54,6 +56,72 @@ double unix_seconds_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whether backpressure holds at this tick, for the shedding gate, and why: the pool's queue at
+// its high watermark, the source's unfinished messages at the high watermark of their bound, or
+// lag above the lag SLO. "" when none. (An operator pause by itself is not pressure; the lag it
+// lets grow is.)
+std::string shed_pressure(const TickReport& r, const RuntimeConfig& rc, bool pool_backpressure) {
+  char buf[160];
+  const double hw = rc.pool.high_watermark;
+  if (pool_backpressure) {
+    std::snprintf(buf, sizeof buf, "pool queue %lld/%lld at its high watermark %g",
+                  static_cast<long long>(r.observation.queue_depth),
+                  static_cast<long long>(r.observation.queue_capacity), hw);
+    return buf;
+  }
+  if (r.source.max_unfinished > 0 && static_cast<double>(r.source.unfinished) >=
+                                         hw * static_cast<double>(r.source.max_unfinished)) {
+    std::snprintf(buf, sizeof buf,
+                  "unfinished %lld at the high watermark %g of max_unfinished %lld",
+                  static_cast<long long>(r.source.unfinished), hw,
+                  static_cast<long long>(r.source.max_unfinished));
+    return buf;
+  }
+  if (static_cast<double>(r.observation.total_lag) > rc.lag_slo) {
+    std::snprintf(buf, sizeof buf, "lag %lld above lag_slo %g",
+                  static_cast<long long>(r.observation.total_lag), rc.lag_slo);
+    return buf;
+  }
+  return "";
+}
+
+// Once per tick on the control thread: feeds the gate, records its transitions in the decision
+// log, logs what was shed since the last tick (one line, only when something was), and feeds
+// the metrics.
+void tick_shedding(Shedder& shedder, ConsumerRuntime& runtime, DeliveryMetrics& metrics,
+                   const TickReport& report, double now) {
+  const ShedConfig& c = shedder.config();
+  const std::string why = shed_pressure(report, runtime.config(), runtime.pool().backpressure());
+  const ShedGate::Transition t = shedder.gate().update(now, !why.empty());
+  char buf[160];
+  if (t == ShedGate::Transition::kStarted) {
+    std::snprintf(buf, sizeof buf,
+                  "shedding started: backpressure for %.1f s (after_pressure_seconds %g): ",
+                  shedder.gate().pressure_for(now), c.after_pressure_seconds);
+    runtime.controller().record_event(now, "shedding", buf + why);
+    shedder.note_transition(buf + why, unix_seconds_now());
+    spdlog::warn("{}{}", buf, why);
+  } else if (t == ShedGate::Transition::kStopped) {
+    std::snprintf(
+        buf, sizeof buf,
+        "shedding stopped: no backpressure for %g s (release_after_seconds); shed so far: %llu",
+        c.release_after_seconds, static_cast<unsigned long long>(shedder.stats().total()));
+    runtime.controller().record_event(now, "shedding", buf);
+    shedder.note_transition(buf, unix_seconds_now());
+    spdlog::warn("{}", buf);
+  }
+  if (const std::string line = format_shed_window(shedder.take_window()); !line.empty()) {
+    spdlog::info("{}", line);
+  }
+  metrics.record_shedding(shedder.stats());
+}
+
 }  // namespace
 
 // What start() builds, in the order it builds them (and the reverse order of destruction).
@@ -64,6 +132,9 @@ struct Service::Parts {
   std::unique_ptr<HttpSink> http;
   std::unique_ptr<ExecSink> exec;
   std::unique_ptr<DeadLetterProducer> dead_letters;  // built by start(): needs the brokers
+  // Shedding (config "shedding"; null without one) and its shed topic (built by start()).
+  std::unique_ptr<Shedder> shedder;
+  std::unique_ptr<DeadLetterProducer> shed_topic;
   std::unique_ptr<DeliveryPipeline> pipeline;
   MessageHandler handler;
   std::string api_token;
@@ -132,6 +203,17 @@ Service::Service(AppConfig config, MessageHandler handler, ServiceOptions option
   p.pipeline = std::make_unique<DeliveryPipeline>(std::move(attempt), config_.runtime.failure,
                                                   std::move(dead_letter),
                                                   config_.runtime.handler.synthetic.seed);
+  if (config_.runtime.shedding.enabled) {
+    p.shedder = std::make_unique<Shedder>(config_.runtime.shedding);
+    ShedSend send;
+    if (!config_.runtime.shedding.to_topic.empty()) {
+      send = [&p](const SourceMessage& m, const ShedVerdict& v) {
+        return p.shed_topic->send(m, "shed: " + v.detail, 0, unix_ms_now(),
+                                  {{"lagpilot-shed-reason", shed_reason_name(v.reason)}});
+      };
+    }
+    p.pipeline->set_shedding(p.shedder.get(), std::move(send));
+  }
   handler = [pipeline = p.pipeline.get()](const SourceMessage& m) { (*pipeline)(m); };
   if (!config_.runtime.ledger.empty()) {
     // Appended once the message is finished (done, dead-lettered or dropped): the ledger
@@ -167,19 +249,23 @@ void Service::start() {
     spdlog::info("embedded broker at {}", p.broker->bootstrap_servers());
   }
 
-  if (!rc.failure.dead_letter_topic.empty()) {
-    // The consumer's connection settings (TLS, SASL), not its consumer settings.
-    std::map<std::string, std::string> connection;
-    for (const auto& [k, v] : rc.kafka.properties) {
-      if (k.rfind("security.", 0) == 0 || k.rfind("sasl.", 0) == 0 || k.rfind("ssl.", 0) == 0 ||
-          k == "bootstrap.servers" || k == "client.id") {
-        connection[k] = v;
-      }
+  // The dead-letter and shed-topic producers use the consumer's connection settings (TLS,
+  // SASL), not its consumer settings.
+  std::map<std::string, std::string> connection;
+  for (const auto& [k, v] : rc.kafka.properties) {
+    if (k.rfind("security.", 0) == 0 || k.rfind("sasl.", 0) == 0 || k.rfind("ssl.", 0) == 0 ||
+        k == "bootstrap.servers" || k == "client.id") {
+      connection[k] = v;
     }
-    const std::string brokers = rc.kafka.bootstrap_servers.empty() ? connection["bootstrap.servers"]
-                                                                   : rc.kafka.bootstrap_servers;
+  }
+  const std::string brokers = rc.kafka.bootstrap_servers.empty() ? connection["bootstrap.servers"]
+                                                                 : rc.kafka.bootstrap_servers;
+  if (!rc.failure.dead_letter_topic.empty()) {
     p.dead_letters =
         std::make_unique<DeadLetterProducer>(brokers, rc.failure.dead_letter_topic, connection);
+  }
+  if (p.shedder && !rc.shedding.to_topic.empty()) {
+    p.shed_topic = std::make_unique<DeadLetterProducer>(brokers, rc.shedding.to_topic, connection);
   }
   p.runtime = std::make_unique<ConsumerRuntime>(rc, config_.make_policy(), config_.guards,
                                                 p.handler, p.clock);
@@ -206,7 +292,7 @@ void Service::start() {
   ApiContext& ctx = *p.api_context;
   ctx.token = p.api_token;
   ctx.metrics_text = [&metrics] { return metrics.render(); };
-  ctx.status_extra = [&metrics, &runtime, pipeline = p.pipeline.get()] {
+  ctx.status_extra = [&metrics, &runtime, &p, pipeline = p.pipeline.get()] {
     nlohmann::json j = metrics.last_tick_status();
     j["pool_size_now"] = runtime.pool().size();
     // The age of the lag data now: its age at the tick plus the time since the tick.
@@ -217,6 +303,12 @@ void Service::start() {
       j["lag_age_seconds"] = nullptr;  // no tick yet, or a partition never refreshed
     }
     j["deliveries"] = to_json(pipeline->stats());
+    if (p.shedder) {
+      // shedding.active and the shed counts (any thread); pressure as of the last tick.
+      nlohmann::json shed = to_json(p.shedder->stats());
+      shed["config"] = p.shedder->config().to_json();
+      j["shedding"] = std::move(shed);
+    }
     return j;
   };
   ctx.pacing = [&metrics] { return pacing_json(metrics.pacing(), unix_seconds_now()); };
@@ -287,6 +379,9 @@ void Service::tick_loop() {
                            report.decision.source == "override", p.clock.now() - tick_start,
                            unix_seconds_now());
     p.delivery_metrics->record(p.pipeline->stats(), p.exec ? p.exec->restarts() : 0);
+    if (p.shedder) {
+      tick_shedding(*p.shedder, *p.runtime, *p.delivery_metrics, report, tick_start);
+    }
     p.metrics->publish();  // after every recorder: scrapes until the next tick read this text
     if (options_.on_status_line) {
       options_.on_status_line(format_status_line(report, options_.json_status_lines));

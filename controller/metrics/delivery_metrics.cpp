@@ -16,6 +16,8 @@ enum DeliveryMetricId {
   kInRetry,
   kOldestRetry,
   kChildrenRestarted,
+  kRecordsShed,
+  kSheddingActive,
   kDeliveryMetricCount
 };
 
@@ -36,6 +38,11 @@ constexpr MetricSpec kSpecs[kDeliveryMetricCount] = {
      "Seconds since the first failure of the oldest message still in retry (0 when none)."},
     {"lagpilot_sink_children_restarted_total",
      "Exec sink children started again after one exited, hung or answered nonsense."},
+    {"lagpilot_records_shed_total",
+     "Records shed under sustained backpressure (committed without the sink): age (older than "
+     "shedding.max_age_seconds), priority (below shedding.min_priority_under_pressure)."},
+    {"lagpilot_shedding_active",
+     "1 while shedding is on (backpressure lasted shedding.after_pressure_seconds), else 0."},
 };
 
 prometheus::Family<prometheus::Counter>& counters(prometheus::Registry& r, DeliveryMetricId id) {
@@ -62,6 +69,16 @@ DeliveryMetrics::DeliveryMetrics(prometheus::Registry& r) {
   in_retry_ = &gauges(r, kInRetry).Add({});
   oldest_retry_seconds_ = &gauges(r, kOldestRetry).Add({});
   children_restarted_.counter = &counters(r, kChildrenRestarted).Add({});
+  auto& shed = counters(r, kRecordsShed);
+  for (int k = 0; k < kShedReasons; ++k) {
+    shed_[k].counter = &shed.Add({{"reason", shed_reason_name(static_cast<ShedReason>(k))}});
+  }
+  shedding_active_ = &gauges(r, kSheddingActive).Add({});
+}
+
+void DeliveryMetrics::record_shedding(const ShedStats& s) {
+  for (int k = 0; k < kShedReasons; ++k) feed(shed_[k], s.shed[k]);
+  shedding_active_->Set(s.active ? 1.0 : 0.0);
 }
 
 void DeliveryMetrics::feed(Fed& fed, uint64_t now) {

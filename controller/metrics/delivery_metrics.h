@@ -16,6 +16,10 @@
 //                                               minutes")
 //   lagpilot_sink_children_restarted_total      counter: exec children started again after one
 //                                               failed
+//   lagpilot_records_shed_total{reason}         counter: records shed under sustained
+//                                               backpressure; reason = age | priority
+//                                               (LAGPILOT_SHED_REASONS; shedding.h)
+//   lagpilot_shedding_active                    gauge: 1 while shedding is on, else 0
 //
 // Per-attempt latency is in lagpilot_process_latency_seconds (RuntimeMetrics), which times the
 // whole delivery, retries included.
@@ -42,6 +46,8 @@ class DeliveryMetrics {
   explicit DeliveryMetrics(prometheus::Registry& registry);
 
   void record(const DeliveryStats& stats, uint64_t children_restarted);
+  // The shedder's cumulative statistics (control thread, once per tick, when shedding is on).
+  void record_shedding(const ShedStats& stats);
 
   // Every metric family this class declares, in declaration order.
   static std::vector<std::string> metric_names();
@@ -62,6 +68,8 @@ class DeliveryMetrics {
   double last_backoff_seconds_ = 0;
   prometheus::Gauge* in_retry_;
   prometheus::Gauge* oldest_retry_seconds_;
+  std::array<Fed, kShedReasons> shed_{};
+  prometheus::Gauge* shedding_active_;
 };
 
 }  // namespace lagpilot

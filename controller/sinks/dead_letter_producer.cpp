@@ -79,9 +79,10 @@ DeadLetterProducer::~DeadLetterProducer() {
   handle_.reset();  // flushes, serving the last delivery reports
 }
 
-std::string DeadLetterProducer::send(const SourceMessage& m, const std::string& error, int attempts,
-                                     int64_t first_failure_unix_ms) {
-  RdKafkaHeaders headers(rd_kafka_headers_new(8 + m.headers.size()));
+std::string DeadLetterProducer::send(
+    const SourceMessage& m, const std::string& error, int attempts, int64_t first_failure_unix_ms,
+    const std::vector<std::pair<std::string, std::string>>& extra) {
+  RdKafkaHeaders headers(rd_kafka_headers_new(8 + m.headers.size() + extra.size()));
   const auto add = [&](const char* name, const std::string& value) {
     rd_kafka_header_add(headers.get(), name, -1, value.data(), static_cast<ssize_t>(value.size()));
   };
@@ -92,6 +93,7 @@ std::string DeadLetterProducer::send(const SourceMessage& m, const std::string& 
   add("lagpilot-error", error);
   add("lagpilot-attempts", std::to_string(attempts));
   add("lagpilot-first-failure", std::to_string(first_failure_unix_ms));
+  for (const auto& [name, value] : extra) add(name.c_str(), value);
 
   auto pending = std::make_shared<PendingAck>();
   auto* opaque = new std::shared_ptr<PendingAck>(pending);

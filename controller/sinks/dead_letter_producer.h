@@ -8,6 +8,7 @@
 //   lagpilot-error           the last failure ("HTTP 400: ...")
 //   lagpilot-attempts        attempts made
 //   lagpilot-first-failure   when the first attempt failed (Unix milliseconds)
+// `extra` headers follow those (the shed topic adds lagpilot-shed-reason; see shedding.h).
 // acks=all and idempotence keep a retried produce from writing the record twice on a broker
 // that supports it; a timed-out produce retried later may still land twice (at-least-once).
 //
@@ -20,6 +21,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "controller/kafka/kafka_source.h"
 
@@ -38,7 +41,8 @@ class DeadLetterProducer {
 
   // "" once acknowledged; else why not (the caller retries).
   std::string send(const SourceMessage& message, const std::string& error, int attempts,
-                   int64_t first_failure_unix_ms);
+                   int64_t first_failure_unix_ms,
+                   const std::vector<std::pair<std::string, std::string>>& extra = {});
 
   const std::string& topic() const { return topic_; }
 

@@ -13,6 +13,7 @@ int64_t unix_ms_now() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+int64_t (*const unix_ms_now_fn)() = unix_ms_now;
 
 std::string where(const SourceMessage& m) {
   return m.topic + "/" + std::to_string(m.partition) + "@" + std::to_string(m.offset);
@@ -64,7 +65,37 @@ void DeliveryPipeline::leave_retry(int64_t started_ms) {
   retry_starts_.erase(retry_starts_.find(started_ms));
 }
 
+void DeliveryPipeline::set_shedding(Shedder* shedder, ShedSend send,
+                                    std::function<int64_t()> unix_ms_now) {
+  if (shedder != nullptr && !shedder->config().to_topic.empty() && !send) {
+    throw std::invalid_argument("DeliveryPipeline: shedding.to_topic needs a ShedSend");
+  }
+  shedder_ = shedder;
+  send_shed_ = std::move(send);
+  shed_clock_ = unix_ms_now ? std::move(unix_ms_now) : std::function<int64_t()>(unix_ms_now_fn);
+}
+
+bool DeliveryPipeline::try_shed(const SourceMessage& m) {
+  const std::optional<ShedVerdict> verdict = shedder_->decide(m, shed_clock_());
+  if (!verdict) return false;
+  if (send_shed_) {
+    for (int tries = 1;; ++tries) {
+      const std::string why = send_shed_(m, *verdict);
+      if (why.empty()) break;
+      shedder_->count_to_topic_failure();
+      spdlog::error("shedding: produce of {} to {} failed (try {}), retrying: {}", where(m),
+                    shedder_->config().to_topic, tries, why);
+      if (!wait(next_backoff(tries, -1))) {
+        throw DeliveryAbandoned("stopped while " + where(m) + " waited for the shed topic");
+      }
+    }
+  }
+  shedder_->count(verdict->reason);
+  return true;
+}
+
 void DeliveryPipeline::operator()(const SourceMessage& m) {
+  if (shedder_ != nullptr && try_shed(m)) return;
   int attempts = 0;
   int64_t first_failure_ms = -1;
   std::string last_error;

@@ -14,11 +14,15 @@
 // pauses fetching rather than letting retries pile up. A dead-letter produce that fails is
 // retried with the same backoff; nothing is finished before the dead-letter topic has it.
 //
+// With shedding (set_shedding, controller/sinks/shedding.h), each message is first judged: one
+// the Shedder sheds skips the sink; it is produced to shedding.to_topic (when set, acknowledged,
+// retried with the same backoff as dead letters), counted, and finished.
+//
 // stop() wakes every wait: a message not finished by then throws DeliveryAbandoned, which the
 // Kafka source treats as not done (its offset is not committed; the next owner gets it again).
 //
 // Thread-safety: operator() on any number of pool workers at once; stop(), stats() and
-// take_window() from any thread.
+// take_window() from any thread; set_shedding() before the first operator().
 
 #include <atomic>
 #include <condition_variable>
@@ -34,6 +38,7 @@
 #include "controller/sinks/delivery.h"
 #include "controller/sinks/failure_policy.h"
 #include "controller/sinks/retry_backoff.h"
+#include "controller/sinks/shedding.h"
 
 namespace lagpilot {
 
@@ -49,6 +54,10 @@ class DeliveryAbandoned : public MessageAbandoned {
 using DeadLetterSend =
     std::function<std::string(const SourceMessage& message, const std::string& error, int attempts,
                               int64_t first_failure_unix_ms)>;
+
+// Produces a shed record to shedding.to_topic and waits for the acknowledgement. Returns "" when
+// acknowledged, else why not. Called on pool workers, concurrently.
+using ShedSend = std::function<std::string(const SourceMessage& message, const ShedVerdict& why)>;
 
 // The outcomes, declared once: name (the metric's label and the status key) and meaning.
 #define LAGPILOT_DELIVERY_OUTCOMES(X)                                  \
@@ -86,6 +95,11 @@ class DeliveryPipeline {
   // after stop().
   void operator()(const SourceMessage& message);
 
+  // Sheds what `shedder` says to, before the sink runs. `send` may be empty only when the
+  // config has no to_topic; `unix_ms_now` is the wall clock record ages are measured against
+  // (empty: the system clock). `shedder` must outlive the pipeline.
+  void set_shedding(Shedder* shedder, ShedSend send, std::function<int64_t()> unix_ms_now = {});
+
   // Ends every wait; what is not finished is abandoned. Idempotent.
   void stop();
 
@@ -98,6 +112,7 @@ class DeliveryPipeline {
   double next_backoff(int failed_attempts, double retry_after_seconds);
   void finish_dead_letter(const SourceMessage& m, const std::string& error, int attempts,
                           int64_t first_failure_ms);
+  bool try_shed(const SourceMessage& m);  // true: shed and finished
   void enter_retry(int64_t started_ms);
   void leave_retry(int64_t started_ms);
 
@@ -107,6 +122,9 @@ class DeliveryPipeline {
   DeadLetterSend send_dead_letter_;
   RetryBackoff backoff_;
   const uint64_t seed_;
+  Shedder* shedder_ = nullptr;  // set before the workers run (set_shedding); nullptr: off
+  ShedSend send_shed_;
+  std::function<int64_t()> shed_clock_;
   std::atomic<uint64_t> next_stream_{0};  // atomic: each worker thread takes a jitter stream
 
   // Counters bumped on every attempt: atomic, so that a delivery that succeeds at once takes
