@@ -48,7 +48,7 @@ ASAN_CONFIG = grep -qs 'CMAKE_CXX_COMPILER:.*clang' $(ASAN)/CMakeCache.txt || rm
 test-asan: deps
 	@$(ASAN_CONFIG)
 	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test kafka_test
-	@ctest --test-dir $(ASAN) --output-on-failure -L unit -j $(JOBS)
+	@ctest --test-dir $(ASAN) --output-on-failure -L unit -j $(TEST_JOBS)
 
 # The worker pool and the runtime's threaded parts without a broker (HTTP API against a ticking
 # controller, metrics, offset tracking) under ThreadSanitizer. kafka_test cannot run under it:

@@ -42,7 +42,10 @@ ReplayDemo::ReplayDemo(ReplayOptions options, AppConfig& config)
   }
   std::remove(config.runtime.ledger.c_str());
   trace_ = sim::load_trace(options_.trace);
-  trace_ = sim::compress_time(std::move(trace_), trace_.duration() / options_.seconds);
+  // The speed-up is read before the call: the order in which a call's arguments are evaluated
+  // is unspecified, and the by-value parameter may take trace_ first (clang does).
+  const double speedup = trace_.duration() / options_.seconds;
+  trace_ = sim::compress_time(std::move(trace_), speedup);
   peak_ = options_.peak_rate;
   if (peak_ <= 0) {
     peak_ = 0.9 * config.guards.max_workers /

@@ -53,7 +53,8 @@ TEST(TraceReplay, EveryTraceFileReplaysUnderRealPolicies) {
     Trace trace = load_trace(file.string(), options_for(file));
     ASSERT_FALSE(trace.rates.empty());
     // At most half an hour of simulated time, peaking at 1.2 x the capacity at max workers.
-    trace = compress_time(std::move(trace), std::max(1.0, trace.duration() / 1800.0));
+    const double speedup = std::max(1.0, trace.duration() / 1800.0);  // before trace moves
+    trace = compress_time(std::move(trace), speedup);
     trace = scale_to_peak(std::move(trace), peak);
     ASSERT_LE(trace.duration(), 1800.0 + 1e-6);
     for (int k = 0; k < 2; ++k) {  // two policies per trace, in turn through all of them
