@@ -22,10 +22,9 @@
 extern char** environ;
 
 namespace lagpilot {
-namespace {
-
-using SteadyTime = std::chrono::steady_clock::time_point;
-constexpr double kMaxRestartBackoffSeconds = 30;
+// Named, not anonymous: ExecSink::Child (external linkage) holds UniqueFd fields, which GCC
+// warns about (-Wsubobject-linkage) when the file is compiled in a unity batch.
+namespace exec_sink_detail {
 
 // Owns a file descriptor.
 class UniqueFd {
@@ -50,6 +49,15 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+}  // namespace exec_sink_detail
+
+namespace {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+constexpr double kMaxRestartBackoffSeconds = 30;
+
+using exec_sink_detail::UniqueFd;
 
 std::pair<UniqueFd, UniqueFd> socket_pair() {
   int fds[2];

@@ -487,7 +487,6 @@ TEST(KafkaSource, RestartRedeliversWhatWasNotCommitted) {
   SequenceLedger ledger(kMessages, 1);
   ASSERT_EQ(produce(producer_options(broker, "restart", kMessages, 0)).delivered, kMessages);
 
-  std::mutex gate_mutex;
   std::atomic<bool> release{false};
   std::atomic<bool> stuck{false};
   KafkaSourceConfig config = test_config(broker, "restart", "restart-group");
