@@ -32,7 +32,7 @@ void KafkaSource::Core::commit_async() {
   // refused with the old generation, and make librdkafka 2.0 drop the assignment (see
   // group_join_watch.h). The done prefix is committed after the join instead (or in the revoke
   // callback, for the partitions that move).
-  if (join_watch.joining(std::chrono::duration<double>(steady_now().time_since_epoch()).count())) {
+  if (join_in_progress()) {
     if (commits_held++ == 0) {
       spdlog::info("kafka: a group join is in progress: periodic commits wait until it ends");
     }

@@ -57,6 +57,11 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   const Clock& clock;
   RdKafkaConf conf;           // owned until start() hands it to rd_kafka_new
   GroupJoinWatch join_watch;  // installed on conf; outlives rk (declared before it)
+  // join_watch.joining() at the steady clock's now. Any thread.
+  bool join_in_progress() const {
+    return join_watch.joining(
+        std::chrono::duration<double>(steady_now().time_since_epoch()).count());
+  }
   // start() creates it, KafkaSource::stop() destroys it; reset under sched->mu (stats() reads
   // it there).
   RdKafka rk;

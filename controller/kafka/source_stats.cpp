@@ -28,9 +28,7 @@ void KafkaSource::Core::refresh_loop() {
     // The group's committed offsets are read from the coordinator, which answers a member's
     // requests in order: during our own join that read would wait behind the JoinGroup and
     // time out. The last view is kept (and ages) until the join ends.
-    const bool joining = join_watch.joining(
-        std::chrono::duration<double>(steady_now().time_since_epoch()).count());
-    if (refresh_rounds % kGroupLagEveryRounds == 0 && !joining) refresh_group_lag();
+    if (refresh_rounds % kGroupLagEveryRounds == 0 && !join_in_progress()) refresh_group_lag();
     lock.lock();
     ++refresh_rounds;
     refresh_cv.notify_all();
