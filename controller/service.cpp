@@ -9,6 +9,7 @@
 #include <map>
 
 #include "controller/api/http_api.h"
+#include "controller/api/status_document.h"
 #include "controller/config_advice.h"
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/ledger.h"
@@ -292,16 +293,13 @@ void Service::start() {
   ApiContext& ctx = *p.api_context;
   ctx.token = p.api_token;
   ctx.metrics_text = [&metrics] { return metrics.render(); };
-  ctx.status_extra = [&metrics, &runtime, &p, pipeline = p.pipeline.get()] {
-    nlohmann::json j = metrics.last_tick_status();
-    j["pool_size_now"] = runtime.pool().size();
-    // The age of the lag data now: its age at the tick plus the time since the tick.
-    if (j.contains("lag_age_at_tick_seconds") && j["lag_age_at_tick_seconds"].get<double>() >= 0) {
-      const double since = unix_seconds_now() - j["tick_unix_seconds"].get<double>();
-      j["lag_age_seconds"] = j["lag_age_at_tick_seconds"].get<double>() + std::max(0.0, since);
-    } else {
-      j["lag_age_seconds"] = nullptr;  // no tick yet, or a partition never refreshed
-    }
+  ctx.status_tick_extra = [&metrics] { return metrics.last_tick_status(); };
+  ctx.status_live_extra = [&metrics, &runtime, &p, pipeline = p.pipeline.get()] {
+    nlohmann::json j = {{"pool_size_now", runtime.pool().size()}};
+    // The age of the lag data now: its age at the tick plus the time since the tick; null
+    // before the first tick, or while a partition was never refreshed.
+    const double age = metrics.lag_age_seconds(unix_seconds_now());
+    j["lag_age_seconds"] = age >= 0 ? nlohmann::json(age) : nlohmann::json(nullptr);
     j["deliveries"] = to_json(pipeline->stats());
     if (p.shedder) {
       // shedding.active and the shed counts (any thread); pressure as of the last tick.
@@ -383,6 +381,7 @@ void Service::tick_loop() {
       tick_shedding(*p.shedder, *p.runtime, *p.delivery_metrics, report, tick_start);
     }
     p.metrics->publish();  // after every recorder: scrapes until the next tick read this text
+    if (p.api) p.api->publish_status();  // the same, for /v1/status's tick part
     if (options_.on_status_line) {
       options_.on_status_line(format_status_line(report, options_.json_status_lines));
     }

@@ -21,6 +21,7 @@
 
 #include "controller/api/api_requests.h"
 #include "controller/api/bearer_token.h"
+#include "controller/api/status_document.h"
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 
@@ -50,20 +51,6 @@ void send_error(httplib::Response& res, const ApiError& e) {
   if (!e.field.empty()) error["field"] = e.field;
   send_json(res, e.status, {{"error", error}});
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"lagpilot\"");
-}
-
-nlohmann::json decision_json(const Decision& d) {
-  return {{"time", d.time},     {"policy", d.policy},   {"policy_workers", d.policy_workers},
-          {"guards", d.guards}, {"workers", d.workers}, {"previous_workers", d.previous_workers},
-          {"reason", d.reason}, {"source", d.source}, {"late", d.late}};
-}
-
-nlohmann::json override_json(const std::optional<ManualOverride>& pin, double now) {
-  if (!pin) return nullptr;
-  return {{"workers", pin->workers},
-          {"expires_at", pin->expires_at},
-          {"expires_in_seconds", pin->expires_at - now},
-          {"reason", pin->reason}};
 }
 
 bool iequals_prefix(const std::string& text, std::string_view prefix) {
@@ -112,62 +99,6 @@ std::string HttpApiConfig::token_from_env() const {
   return value ? value : "";
 }
 
-nlohmann::json status_document(ApiContext& ctx, bool operator_paused) {
-  const double now = ctx.clock.now();
-  const GuardConfig g = ctx.controller.guard_config();
-  const std::optional<Observation> obs = ctx.controller.last_observation();
-  const std::optional<Decision> last = ctx.controller.last_decision();
-  const std::optional<ManualOverride> pin = ctx.controller.active_override(now);
-
-  nlohmann::json workers = {{"current", nullptr},
-                            {"desired", nullptr},
-                            {"proposed", nullptr},
-                            {"busy", nullptr},
-                            {"min", g.min_workers},
-                            {"max", g.max_workers},
-                            {"hard_min", g.hard_min_workers},
-                            {"hard_max", g.hard_max_workers}};
-  nlohmann::json lag = {{"total", nullptr}, {"partitions", nlohmann::json::array()}};
-  nlohmann::json rates = {{"arrival_messages_per_second", nullptr},
-                          {"processed_messages_per_second", nullptr},
-                          {"lag_slope_messages_per_second", nullptr}};
-  nlohmann::json latency = {{"p50", nullptr}, {"p99", nullptr}, {"record_age_p99", nullptr}};
-  nlohmann::json queue = {{"depth", nullptr}, {"capacity", nullptr}};
-  if (obs) {
-    workers["current"] = obs->current_workers;
-    workers["busy"] = obs->busy_workers;
-    lag["total"] = obs->total_lag;
-    for (const PartitionLag& p : obs->partition_lag) {
-      lag["partitions"].push_back({{"topic", p.topic}, {"partition", p.partition}, {"lag", p.lag}});
-    }
-    rates = {{"arrival_messages_per_second", obs->arrival_rate},
-             {"processed_messages_per_second", obs->processed_rate},
-             {"lag_slope_messages_per_second", obs->lag_slope}};
-    latency = {{"p50", obs->latency_p50},
-               {"p99", obs->latency_p99},
-               {"record_age_p99", obs->record_age_p99}};
-    queue = {{"depth", obs->queue_depth}, {"capacity", obs->queue_capacity}};
-  }
-  if (last) {
-    workers["desired"] = last->workers;
-    workers["proposed"] = last->policy_workers;
-  }
-  return {{"time", now},
-          {"ticks", ctx.controller.ticks()},
-          {"last_tick_time", obs ? nlohmann::json(obs->time) : nlohmann::json(nullptr)},
-          {"workers", std::move(workers)},
-          {"policy",
-           {{"name", ctx.controller.policy_name()}, {"params", ctx.controller.policy_params()}}},
-          {"last_decision", last ? decision_json(*last) : nlohmann::json(nullptr)},
-          {"lag", std::move(lag)},
-          {"rates", std::move(rates)},
-          {"latency_seconds", std::move(latency)},
-          {"queue", std::move(queue)},
-          {"operator_paused", operator_paused},
-          {"override", override_json(pin, now)},
-          {"runtime", ctx.status_extra ? ctx.status_extra() : nlohmann::json::object()}};
-}
-
 struct HttpApi::Impl {
   explicit Impl(ApiContext c) : ctx(std::move(c)) {}
 
@@ -195,6 +126,8 @@ struct HttpApi::Impl {
         [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
           authorize(req);
           handler(req, res);
+          // Bounds and the policy are in the published tick part: show the change at once.
+          if (publishing.load()) publish_status();
         });
   }
 
@@ -243,7 +176,8 @@ struct HttpApi::Impl {
                }));
 
     server.Get("/v1/status", guarded([this](const httplib::Request&, httplib::Response& res) {
-                 send_json(res, 200, status());
+                 res.status = 200;
+                 res.set_content(publisher.text(operator_paused.load()), "application/json");
                }));
 
     server.Get("/v1/pacing", guarded([this](const httplib::Request&, httplib::Response& res) {
@@ -384,7 +318,25 @@ struct HttpApi::Impl {
 
   nlohmann::json status() { return status_document(ctx, operator_paused.load()); }
 
+  void publish_status() {
+    publishing.store(true);
+    std::optional<std::string> error = publisher.publish();
+    std::lock_guard lock(publish_error_mutex);
+    if (error && *error != publish_error) {
+      spdlog::warn("http api: /v1/status cannot be published ({}); it is built per request",
+                   *error);
+    } else if (!error && !publish_error.empty()) {
+      spdlog::info("http api: /v1/status is published again");
+    }
+    publish_error = error.value_or("");
+  }
+
   ApiContext ctx;
+  StatusPublisher publisher{ctx};
+  // Atomic: set by the first publish_status() (the owner's tick), read by mutations.
+  std::atomic<bool> publishing{false};
+  std::mutex publish_error_mutex;  // guards publish_error
+  std::string publish_error;       // the last publish's error, "" when it succeeded
   httplib::Server server;
   std::thread thread;
   socket_t listen_socket = -1;  // set by the socket-options callback during bind (start())
@@ -468,6 +420,10 @@ bool HttpApi::start(const std::string& host, int port) {
 
 nlohmann::json HttpApi::status() const {
   return impl_->status();
+}
+
+void HttpApi::publish_status() {
+  impl_->publish_status();
 }
 
 int HttpApi::port() const {

@@ -8,7 +8,9 @@
 //   GET    /readyz             200 {"ready":true} or 503 {"ready":false,"reason":"..."}
 //   GET    /metrics            text/plain; version=0.0.4 (ApiContext::metrics_text)
 //   GET    /v1/status          workers, policy, last decision, lag, rates, latency, queue,
-//                              override, operator pause, and "runtime" (ApiContext::status_extra)
+//                              override, operator pause, and "runtime"
+//                              (ApiContext::status_tick_extra and status_live_extra); see
+//                              status_document.h
 //   GET    /v1/pacing          the producer pacing recommendation (ApiContext::pacing):
 //                              {"rate", "burst", "source", "age_seconds", ...}
 //                              (controller/metrics/pacing.h)
@@ -68,9 +70,13 @@ struct ApiContext {
   ControlLoop& controller;
   // The clock the ControlLoop ticks with: override expiry is clock.now() + ttl_seconds.
   const Clock& clock;
-  // Runtime details merged into /v1/status under "runtime" (partitions, paused partitions,
-  // source counters, ...). Empty: "runtime" is {}.
-  std::function<nlohmann::json()> status_extra;
+  // Runtime details merged into /v1/status under "runtime", in two parts (status_document.h):
+  // what changes only at a control tick (partitions, source counters, tick timing, ...), read
+  // when the status is published (HttpApi::publish_status()), and what is read per request
+  // (the pool size now, the age of the lag data now, delivery counts, ...). Both must be JSON
+  // objects (or empty callbacks: no members).
+  std::function<nlohmann::json()> status_tick_extra;
+  std::function<nlohmann::json()> status_live_extra;
   // Operator pause (true) / resume (false) of consumption. Empty: /v1/pause and /v1/resume
   // answer 501.
   std::function<void(bool paused)> set_paused;
@@ -102,12 +108,6 @@ struct HttpApiConfig {
   std::string token_from_env() const;
 };
 
-// The /v1/status document for this context (what the controller last saw and decided, the
-// bounds, the override, the policy, ApiContext::status_extra under "runtime"), without a
-// server: for an embedder that runs without the API. Any thread (the context's callbacks must
-// be thread-safe, as for HttpApi).
-nlohmann::json status_document(ApiContext& ctx, bool operator_paused);
-
 class HttpApi {
  public:
   // The request limits (api_requests.h, where the bodies are parsed).
@@ -127,8 +127,14 @@ class HttpApi {
   bool start(const std::string& host, int port);
   // The bound port (after a successful start), else 0.
   int port() const;
-  // The document GET /v1/status serves (whether or not the server is started). Any thread.
+  // The document GET /v1/status serves (whether or not the server is started), built now. Any
+  // thread.
   nlohmann::json status() const;
+  // Serializes the tick part of /v1/status (status_document.h) for the requests until the
+  // next call; mutations (bounds, policy) re-publish it. The owner calls it after each control
+  // tick, once the tick's status_tick_extra is recorded. Until the first call, every request
+  // builds the whole document. Any thread.
+  void publish_status();
   // Stops accepting, finishes the requests in progress, joins the server thread. Idempotent.
   void stop();
 

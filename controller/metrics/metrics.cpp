@@ -436,6 +436,14 @@ void RuntimeMetrics::record_tick(const TickReport& report, const GuardConfig& gu
   std::lock_guard lock(status_mutex_);
   status_ = std::move(status);
   pacing_now_ = pace;
+  tick_unix_seconds_ = now_epoch_seconds;
+  lag_age_at_tick_ = s.lag_age_seconds;
+}
+
+double RuntimeMetrics::lag_age_seconds(double now_epoch_seconds) const {
+  std::lock_guard lock(status_mutex_);
+  if (lag_age_at_tick_ < 0) return -1;
+  return lag_age_at_tick_ + std::max(0.0, now_epoch_seconds - tick_unix_seconds_);
 }
 
 PacingRecommendation RuntimeMetrics::pacing() const {

@@ -150,6 +150,11 @@ class RuntimeMetrics {
   // tick. Any thread.
   nlohmann::json last_tick_status() const;
 
+  // The age of the lag data at `now_epoch_seconds` (Unix time): its age at the last tick plus
+  // the time since. -1 before the first tick, or while a partition was never refreshed. Any
+  // thread.
+  double lag_age_seconds(double now_epoch_seconds) const;
+
   // The pacing recommendation at the last tick (not available before the first). Any thread.
   PacingRecommendation pacing() const;
 
@@ -218,10 +223,12 @@ class RuntimeMetrics {
   std::string policy_info_name_;
   uint64_t last_source_counters_[kSourceCounters] = {};  // cumulative values at the last tick
 
-  mutable std::mutex text_mutex_;  // guards published_text_
+  mutable std::mutex text_mutex_;                      // guards published_text_
   std::shared_ptr<const std::string> published_text_;  // null until the first publish()
 
-  mutable std::mutex status_mutex_;  // guards status_ and pacing_now_
+  mutable std::mutex status_mutex_;  // guards status_, pacing_now_ and the two below
+  double tick_unix_seconds_ = 0;     // when the last tick was recorded (Unix time)
+  double lag_age_at_tick_ = -1;      // the lag data's age then; -1 before a tick or unknown
   nlohmann::json status_ = nlohmann::json::object();
   PacingRecommendation pacing_now_;
 };

@@ -68,14 +68,14 @@ class HttpApiTest : public ::testing::Test {
     guards.hard_max_workers = 32;
     guards.scale_down_window_seconds = 0;
     controller = std::make_unique<ControlLoop>(sampler, actuator,
-                                              make_policy("static", {{"workers", 6}}), guards);
+                                               make_policy("static", {{"workers", 6}}), guards);
   }
 
   // Starts the API with the default test context, after `customize` edits it.
   void start(const std::function<void(ApiContext&)>& customize = {}) {
     ApiContext ctx(*controller, clock);
     ctx.token = kToken;
-    ctx.status_extra = [] { return nlohmann::json{{"paused_partitions", {1}}}; };
+    ctx.status_tick_extra = [] { return nlohmann::json{{"paused_partitions", {1}}}; };
     ctx.set_paused = [this](bool paused) {
       std::lock_guard lock(pause_mutex);
       pause_calls.push_back(paused);
@@ -94,6 +94,7 @@ class HttpApiTest : public ::testing::Test {
     report.decision = d;
     metrics.record_tick(report, controller->guard_config(),
                         controller->active_override(clock.now()).has_value(), 0.001, 1.7e9);
+    if (api) api->publish_status();  // as the owner does after each tick
     return d;
   }
 
@@ -285,6 +286,67 @@ TEST_F(HttpApiTest, StatusReportsWorkersPolicyDecisionLagAndRuntime) {
   EXPECT_EQ(r.json["override"]["reason"], "drill");
   EXPECT_DOUBLE_EQ(r.json["override"]["expires_at"].get<double>(), 220.0);
   EXPECT_DOUBLE_EQ(r.json["override"]["expires_in_seconds"].get<double>(), 100.0);
+}
+
+// The served text is the published tick part with the live part spliced in: it must be the
+// document built now, member for member, once the tick, an override, a pause and bounds have
+// changed it.
+TEST_F(HttpApiTest, PublishedStatusIsTheDocumentBuiltNow) {
+  start([](ApiContext& ctx) {
+    ctx.status_tick_extra = [] {
+      return nlohmann::json{{"a_tick", 1}, {"shared", "tick"}, {"z_tick", {1, 2}}};
+    };
+    ctx.status_live_extra = [] { return nlohmann::json{{"m_live", true}, {"shared", "live"}}; };
+  });
+  tick();
+  clock.advance(3);
+  ASSERT_EQ(put("/v1/override", {{"workers", 9}, {"ttl_seconds", 60}}).status, 200);
+  ASSERT_EQ(call("POST", "/v1/pause", "{}").status, 200);
+  ASSERT_EQ(put("/v1/bounds", {{"min", 3}, {"max", 12}}).status, 200);
+  clock.advance(2);
+  const Reply r = get("/v1/status");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.json, api->status());
+  EXPECT_EQ(r.body, api->status().dump());  // the same bytes: members in key order
+  EXPECT_EQ(r.json["runtime"]["shared"], "live");
+  EXPECT_EQ(r.json["workers"]["max"], 12);  // the mutation re-published the tick part
+  EXPECT_EQ(r.json["time"], 105.0);         // live: not the tick's time
+}
+
+// Between ticks the tick part is the last tick's: reading the status neither ticks nor resets.
+TEST_F(HttpApiTest, StatusServesTheLastPublishedTick) {
+  start();
+  tick();
+  EXPECT_EQ(get("/v1/status").json["ticks"], 1);
+  controller->tick(clock.now());  // a tick the owner has not published yet
+  EXPECT_EQ(get("/v1/status").json["ticks"], 1);
+  api->publish_status();
+  EXPECT_EQ(get("/v1/status").json["ticks"], 2);
+  EXPECT_EQ(get("/v1/status").json["ticks"], 2);
+}
+
+// A tick part that cannot be published is withdrawn, not left stale: requests build the whole
+// document and answer its error until a publish succeeds again.
+TEST_F(HttpApiTest, AFailedPublishIsNotServedAsCurrent) {
+  std::atomic<bool> broken{false};
+  start([&broken](ApiContext& ctx) {
+    ctx.status_tick_extra = [&broken] {
+      if (broken.load()) throw std::runtime_error("partitions unreadable");
+      return nlohmann::json{{"ok", true}};
+    };
+  });
+  tick();
+  EXPECT_EQ(get("/v1/status").status, 200);
+  broken.store(true);
+  tick();
+  Reply r = get("/v1/status");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body.find("partitions unreadable"), std::string::npos);
+  broken.store(false);
+  tick();
+  r = get("/v1/status");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json["ticks"], 3);
 }
 
 TEST_F(HttpApiTest, DecisionsReturnsTheMostRecentWithAllFields) {
@@ -725,7 +787,7 @@ TEST_F(HttpApiTest, UnknownPathsAndMethodsAnswerJsonErrors) {
 
 TEST_F(HttpApiTest, AFailingCallbackIsAnInternalErrorNotACrash) {
   start([](ApiContext& ctx) {
-    ctx.status_extra = []() -> nlohmann::json { throw std::runtime_error("source gone"); };
+    ctx.status_live_extra = []() -> nlohmann::json { throw std::runtime_error("source gone"); };
   });
   const Reply r = get("/v1/status");
   EXPECT_EQ(r.status, 500);
