@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/config.h"
+#include "cli/duration_flag.h"
 #include "cli/shutdown_signal.h"
 #include "controller/calibration/calibrator.h"
 #include "controller/calibration/live_calibration.h"
@@ -26,26 +27,6 @@
 
 namespace lagpilot::cli {
 namespace {
-
-// "10s", "500ms", "1.5", "2m" -> seconds. Throws ConfigError naming the flag.
-double parse_duration(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = used > 0 ? text.substr(used) : "";
-  double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  if (unit == "ms") scale = 1e-3;
-  if (unit == "m" || unit == "min") scale = 60;
-  if (used == 0 || scale == 0 || !std::isfinite(value) || value < 0) {
-    throw ConfigError(flag, "must be a duration such as 5s, 500ms or 1m, got \"" + text + "\"");
-  }
-  return value * scale;
-}
 
 // "1,2,4,8" -> {1, 2, 4, 8}. Throws ConfigError naming the flag and the bad element.
 std::vector<int> parse_steps(const std::string& text) {
@@ -253,7 +234,7 @@ CommandMain add_calibrate_command(CLI::App& app) {
     options.max_workers = o->max_workers > 0 ? o->max_workers : cfg.guards.max_workers;
     if (!o->steps.empty()) options.steps = parse_steps(o->steps);
     options.dwell_seconds = parse_duration("--dwell", o->dwell);
-    options.warmup_seconds = parse_duration("--warmup", o->warmup);
+    options.warmup_seconds = parse_duration("--warmup", o->warmup, DurationFloor::kNonNegative);
     options.headroom = headroom->count() > 0 ? o->headroom : cfg.runtime.pacing.headroom;
     PacingConfig::check_headroom(options.headroom, "--headroom");
     try {

@@ -26,7 +26,9 @@
 
 #include "cli/commands.h"
 #include "cli/config.h"
+#include "cli/duration_flag.h"
 #include "controller/api/bearer_token.h"
+#include "policies/config_reader.h"
 
 // clang-format off: keep it last (see above).
 #include <httplib.h>
@@ -66,53 +68,6 @@ struct CtlOptions {
 };
 
 // ---- Durations ------------------------------------------------------------------------------
-
-// "90s", "10m", "2h", "1d", "1h30m", "1.5h", or a plain number of seconds ("600", "2.5").
-// Units appear at most once each, largest first. Throws BadInput naming `flag`.
-double parse_duration(const std::string& text, const std::string& flag) {
-  const auto bad = [&](const std::string& why) {
-    return BadInput(flag + ": invalid duration \"" + text + "\": " + why +
-                    " (examples: 90s, 10m, 2h, 1h30m, or plain seconds)");
-  };
-  if (text.empty()) throw bad("empty");
-  struct Unit {
-    char name;
-    double seconds;
-  };
-  static constexpr Unit kUnits[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
-  double total = 0;
-  std::size_t pos = 0;
-  int last_unit = -1;  // index in kUnits of the previous component's unit
-  while (pos < text.size()) {
-    const std::size_t start = pos;
-    bool digits = false;
-    while (pos < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[pos])) || (text[pos] == '.'))) {
-      digits = digits || text[pos] != '.';
-      ++pos;
-    }
-    if (!digits) throw bad("expected a number at position " + std::to_string(start + 1));
-    const std::string amount = text.substr(start, pos - start);
-    if (amount.find('.') != amount.rfind('.')) throw bad("malformed number \"" + amount + "\"");
-    const double value = std::strtod(amount.c_str(), nullptr);
-    if (pos == text.size()) {
-      if (last_unit >= 0) throw bad("the last number has no unit");
-      total = value;  // a plain number: seconds
-      break;
-    }
-    int unit = -1;
-    for (int i = 0; i < 4; ++i) {
-      if (text[pos] == kUnits[i].name) unit = i;
-    }
-    if (unit < 0) throw bad(std::string("unknown unit '") + text[pos] + "' (use d, h, m or s)");
-    if (unit <= last_unit) throw bad("units must each appear once, largest first");
-    last_unit = unit;
-    total += value * kUnits[unit].seconds;
-    ++pos;
-  }
-  if (!std::isfinite(total) || total <= 0) throw bad("must be more than 0 seconds");
-  return total;
-}
 
 // 3725 -> "1h02m05s", 245 -> "4m05s", 12.3 -> "13s" (rounded up: time left). The server sends
 // expires_at - now, in which (now + 6) - now can come out as 6.000000000001: rounding ignores
@@ -509,7 +464,13 @@ int run_ctl(const std::string& command, const CtlOptions& o) {
     }
   } else if (command == "override") {
     nlohmann::json body = {{"workers", o.workers}};
-    if (o.ttl_given) body["ttl_seconds"] = parse_duration(o.ttl, "--ttl");
+    if (o.ttl_given) {
+      try {
+        body["ttl_seconds"] = parse_duration("--ttl", o.ttl);
+      } catch (const ConfigError& e) {
+        throw BadInput(e.what());
+      }
+    }
     if (!o.reason.empty()) body["reason"] = o.reason;
     const Answer a = api.send("PUT", "/v1/override", json_body(body), true);
     if (o.json) {

@@ -102,6 +102,7 @@ TEST(CalibrateCli, BadFlagsExitTwoNamingTheFlag) {
       {"--steps 1,x", "--steps"},
       {"--dwell 1s --warmup 2s", "--dwell"},
       {"--dwell soon", "--dwell"},
+      {"--warmup 500ms1s", "--warmup"},  // units largest first
       {"--max-workers 2 --steps 1,4", "--steps"},
       {"--headroom 1.5", "--headroom"},
       {"--headroom 0.1", "--headroom"},  // outside the practice's 20 to 30 %

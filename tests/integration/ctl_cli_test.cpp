@@ -372,8 +372,8 @@ TEST(CtlCliOffline, UnreachableServerExitsOne) {
 
 TEST(CtlCliOffline, BadDurationsExitTwoNamingTheFlag) {
   const int port = free_loopback_port();  // never contacted: the duration is checked first
-  for (const std::string ttl :
-       {"10x", "1h1h", "30m1h", "m", "1h30", "0", "0s", "1..5s", "-5", "", "5 m"}) {
+  for (const std::string ttl : {"10x", "1h1h", "30m1h", "m", "1h30", "0", "0s", "1..5s", "-5", "",
+                                "5 m", "5sm", "1s1ms1"}) {
     // "--ttl=-5": a value starting with '-' must be attached to its flag.
     const std::string flag = ttl.rfind('-', 0) == 0 ? "--ttl=" : "--ttl ";
     const CommandResult r = run_command(kBinary + " ctl override 3 " + flag + shell_quote(ttl) +
