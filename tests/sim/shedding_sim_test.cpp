@@ -207,7 +207,9 @@ TEST(ShedReports, ShedFieldsOnlyWithShedding) {
   SimHtmlReport page;
   page.config = off;
   page.runs = runs;
-  EXPECT_EQ(render_sim_html(page).find("id=\"chart-shed\""), std::string::npos);
+  const std::string plain_html = render_sim_html(page);
+  EXPECT_EQ(plain_html.find("id=\"chart-shed\""), std::string::npos);
+  EXPECT_EQ(plain_html.find("shed time"), std::string::npos);
 
   const SimConfig on = step_config("message", 5);
   runs.push_back(simulate(step_overload(), fixed_policy(2), "shedding", fixed_guards(), on));
@@ -233,6 +235,8 @@ TEST(ShedReports, ShedFieldsOnlyWithShedding) {
   const std::string html = render_sim_html(page);
   EXPECT_NE(html.find("id=\"chart-shed\""), std::string::npos);
   EXPECT_NE(html.find("Shed rate"), std::string::npos);
+  EXPECT_NE(html.find("shed time<small>s</small>"), std::string::npos);  // the KPI table
+  EXPECT_NE(html.find("<td>-</td>"), std::string::npos);                 // the run without shedding
 }
 
 }  // namespace
