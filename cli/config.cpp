@@ -36,7 +36,18 @@ sim::SimConfig sim_config(const AppConfig& config) {
     throw ConfigError("lag_slo", "must be between 0 and 1e15, got " + std::to_string(slo));
   }
   c.lag_slo = static_cast<int64_t>(std::floor(slo));
+  c.shedding = config.runtime.shedding;
   return c;
+}
+
+std::string shedding_sim_warning(const sim::SimConfig& config) {
+  const ShedConfig& s = config.shedding;
+  if (!s.enabled || !s.has_priority_rule()) return "";
+  std::string w =
+      "shedding.priority: the simulator ignores the priority rule (its records have no key or "
+      "headers) and sheds by age only";
+  if (s.max_age_seconds <= 0) w += "; without shedding.max_age_seconds it sheds nothing";
+  return w;
 }
 
 std::optional<sim::FleetConfig> fleet_config(const AppConfig& config) {

@@ -28,6 +28,14 @@ AppConfig config_from_json(const nlohmann::json& root);
 // returned.
 sim::SimConfig sim_config(const AppConfig& config);
 
+// Also copies the top-level "shedding" (runtime.shedding, read by ShedConfig::from_json as for
+// `lagpilot run`) into SimConfig::shedding.
+//
+// What the simulator leaves out of a "shedding" config, as one warning sentence ("" when
+// nothing): its records have no key or headers, so a priority rule is ignored (and with no
+// max_age_seconds the simulator sheds nothing). `lagpilot sim` and `tune` log it once.
+std::string shedding_sim_warning(const sim::SimConfig& config);
+
 // The "fleet" object inside "sim" (sim::FleetConfig::from_json, errors name "sim.fleet.KEY"),
 // if the config has one: it turns `lagpilot sim` into the fleet simulator (as --fleet does).
 // sim_config() leaves it out of the SimConfig.

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "cli/config.h"
 #include "cli/commands.h"
+#include "cli/config.h"
 #include "cli/output_file.h"
 #include "cli/sim_fleet.h"
 #include "cli/sim_scoreboard.h"
@@ -190,6 +190,7 @@ CommandMain add_sim_command(CLI::App& app) {
     // load() checks "sim" and names the file in its errors; lag_slo is the top-level one.
     const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     sim::SimConfig sc = sim_config(cfg);
+    if (const std::string w = shedding_sim_warning(sc); !w.empty()) spdlog::warn("{}", w);
     if (o->seed_set) sc.seed = o->seed;
     overrides->apply(sc);
     match_model_to_reconstruction(*trace_options, cfg.sim, o->config_path, sc);
@@ -219,6 +220,9 @@ CommandMain add_sim_command(CLI::App& app) {
       if (o->traces.size() > 1) throw ConfigError("--trace", "one trace only with --fleet");
       if (specs.size() != order.size() && policy_option->count() > 0) {
         throw ConfigError("--policy", "the oracle has no fleet version: leave it out with --fleet");
+      }
+      if (sc.shedding.enabled) {
+        spdlog::warn("shedding: the fleet simulator does not shed (simulate one consumer for it)");
       }
       FleetSimCommand fc;
       fc.trace_path = o->traces.front();
@@ -271,11 +275,12 @@ CommandMain add_sim_command(CLI::App& app) {
     }
 
     const int threads = sim::hardware_threads(o->threads);
-    spdlog::info("{}: {} bins of {:.4g} s ({:.1f} h), peak {:.0f}/s, ~{:.0f} messages; {} "
-                 "fidelity; {} policies on {} threads",
-                 trace_path, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,
-                 trace.peak_rate(), trace.total_messages(), sc.resolve_fidelity(trace),
-                 specs.size(), threads);
+    spdlog::info(
+        "{}: {} bins of {:.4g} s ({:.1f} h), peak {:.0f}/s, ~{:.0f} messages; {} "
+        "fidelity; {} policies on {} threads",
+        trace_path, trace.rates.size(), trace.bin_seconds, trace.duration() / 3600,
+        trace.peak_rate(), trace.total_messages(), sc.resolve_fidelity(trace), specs.size(),
+        threads);
     // The recorded decisions (their reason text) are read by the JSON report alone
     // ("scale_actions_recorded"): without --json the runs record none, so policies and guards
     // build no reason text at all (the same numbers either way; sc itself, which the reports

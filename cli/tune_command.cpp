@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/config.h"
 #include "cli/commands.h"
+#include "cli/config.h"
 #include "cli/output_file.h"
 #include "cli/trace_options.h"
 #include "policies/config_reader.h"
@@ -194,6 +194,7 @@ CommandMain add_tune_command(CLI::App& app) {
     // load() checks "sim" and names the file in its errors; lag_slo is the top-level one.
     const AppConfig cfg = o->config_path.empty() ? AppConfig{} : load_config(o->config_path);
     sim::SimConfig sc = sim_config(cfg);
+    if (const std::string w = shedding_sim_warning(sc); !w.empty()) spdlog::warn("{}", w);
     overrides->apply(sc);
     match_model_to_reconstruction(*traces, cfg.sim, o->config_path, sc);
     if (o->seed_set) sc.seed = o->seed;

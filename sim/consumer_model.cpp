@@ -333,10 +333,35 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   events_.schedule(end, EventPayload{static_cast<uint32_t>(w), k.generation});
 }
 
+bool ConsumerModel::take_next(double now, ArrivalChunk& chunk) {
+  while (!queue_.empty()) {
+    chunk = queue_.pop();
+    queued_messages_ -= chunk.count;
+    if (!shedding_) return true;
+    int64_t old = 0;
+    const double a0 = chunk.first_arrival;
+    const double a1 = chunk.last_arrival;
+    if (chunk.count == 1 || !(a1 > a0)) {
+      old = now - a0 > shed_max_age_ ? chunk.count : 0;
+    } else {
+      // Message j arrives at a0 + (a1 - a0)(j + 0.5)/n; those before now - max_age are old.
+      const double n = static_cast<double>(chunk.count);
+      const double x = (now - shed_max_age_ - a0) * n / (a1 - a0) - 0.5;
+      old = x <= 0.0 ? 0 : std::min<int64_t>(chunk.count, static_cast<int64_t>(std::ceil(x)));
+      if (old > 0 && old < chunk.count) {
+        chunk.first_arrival = a0 + (a1 - a0) * static_cast<double>(old) / n;
+      }
+    }
+    shed_ += old;
+    chunk.count -= old;
+    if (chunk.count > 0) return true;
+  }
+  return false;
+}
+
 void ConsumerModel::become_productive(int w, double now) {
-  if (!queue_.empty()) {
-    const ArrivalChunk c = queue_.pop();
-    queued_messages_ -= c.count;
+  ArrivalChunk c;
+  if (take_next(now, c)) {
     start(w, now, c);
   } else {
     workers_[w].state = WorkerState::kIdle;
@@ -383,9 +408,7 @@ void ConsumerModel::complete(int w, double now) {
   if (k.retiring) {
     remove_busy(w);
     free_worker(w);
-  } else if (!queue_.empty()) {
-    const ArrivalChunk c = queue_.pop();
-    queued_messages_ -= c.count;
+  } else if (ArrivalChunk c; take_next(now, c)) {
     start(w, now, c);
   } else {
     remove_busy(w);
@@ -513,7 +536,8 @@ ModelSample ConsumerModel::sample(double now) {
     if (!k.retiring) ++productive;
   }
   s.processed = completed_ + partial;
-  s.in_system = arrived_ - s.processed;
+  s.shed = shed_;
+  s.in_system = arrived_ - s.processed - shed_;
   s.queue_depth = queued_messages_ + waiting_in_batches;
   s.pool_size = pool_size_;
   s.productive_workers = productive;

@@ -29,6 +29,15 @@
 //     show up as a lag of the whole batch. The sum of
 //     `count` service times is a Gamma variate with the exact mean and variance (exact for
 //     exponential service; an approximation for lognormal), count * mean for deterministic.
+//   - Shedding by age (docs/pipeline.md, "Shedding in the simulator"). While set_shedding(true)
+//     holds (simulate() drives it with the live runtime's ShedGate, policies/shed_gate.h), a
+//     worker about to take a chunk from the queue at time `now` first sheds its messages whose
+//     age, now - arrival, is above max_age_seconds, as a live worker asks about each record
+//     before the sink runs: they leave the backlog, are counted (shed()), and take no worker
+//     time. A chunk whose messages are all old is shed whole and the worker takes the next one;
+//     in batch fidelity the old front part of a batch is shed (its j-th message arrives at
+//     a0 + (a1 - a0)(j + 0.5) / count) and the rest keeps its even spread. Records have no key
+//     or headers here, so there is no priority rule. arrived = processed + shed + in system.
 //
 // Measurements, reset at every sample (the "window"): completed messages and their service
 // times (latency), record ages (completion - arrival) and queueing delays; the busy-worker
@@ -125,6 +134,7 @@ struct ModelSample {
   double latency_p99 = 0.0;
   double record_age_p99 = 0.0;   // completion - arrival, s
   int64_t window_completed = 0;  // messages completed in the window (whole batches only)
+  int64_t shed = 0;              // messages shed so far (set_shedding)
   // Fraction of the window's delivery attempts the sink pushed back: (busy - limit) / busy over
   // the window's mean busy workers; -1 without a sink limit.
   double sink_pushback = -1.0;
@@ -158,6 +168,12 @@ class ConsumerModel {
   void arrive(double now, const ArrivalChunk& chunk);
   // Sets the pool size (>= 0) at `now`.
   void resize(double now, int workers);
+  // Shedding by age (see the header comment): the age limit (> 0; set once, before the first
+  // arrival) and whether shedding is on from now on.
+  void set_shed_max_age(double max_age_seconds) { shed_max_age_ = max_age_seconds; }
+  void set_shedding(bool active) { shedding_ = active && shed_max_age_ > 0.0; }
+  bool shedding() const { return shedding_; }
+  int64_t shed() const { return shed_; }  // messages shed so far
   // Snapshot at `now` (no event of the model is pending before `now`), then starts a new window.
   ModelSample sample(double now);
 
@@ -212,6 +228,9 @@ class ConsumerModel {
     std::size_t size_ = 0;
   };
 
+  // Pops the queue's next chunk for a worker that starts at `now`, shedding old messages first
+  // while shedding is on; false when nothing is left to take.
+  bool take_next(double now, ArrivalChunk& chunk);
   int new_worker_slot();
   void free_worker(int w);
   // The list of busy workers, which sample() walks instead of every slot.
@@ -258,6 +277,9 @@ class ConsumerModel {
 
   int64_t arrived_ = 0;
   int64_t completed_ = 0;
+  int64_t shed_ = 0;
+  double shed_max_age_ = 0.0;  // 0: no age rule
+  bool shedding_ = false;
   double total_wait_ = 0.0;
   double total_service_ = 0.0;
 

@@ -158,10 +158,12 @@ struct KpiColumn {
   std::string unit;
   double (*value)(const Kpis&);
   bool lower_is_better;  // mark the best value of the column (oracle excluded)
+  bool shed = false;     // a shedding KPI: "-" for a run without shedding (the oracle)
 };
 
-const std::vector<KpiColumn>& kpi_columns() {
-  static const std::vector<KpiColumn> columns = {
+// The KPI columns; with `shedding` (some run had it configured) two more at the end.
+std::vector<KpiColumn> kpi_columns(bool shedding = false) {
+  std::vector<KpiColumn> columns = {
       {"worker-seconds", "worker*s", [](const Kpis& k) { return k.worker_seconds; }, true},
       {"mean workers", "workers", [](const Kpis& k) { return k.mean_workers; }, false},
       {"max workers", "workers", [](const Kpis& k) { return double(k.max_workers); }, false},
@@ -176,14 +178,19 @@ const std::vector<KpiColumn>& kpi_columns() {
       {"processed", "msg", [](const Kpis& k) { return double(k.processed); }, false},
       {"final lag", "msg", [](const Kpis& k) { return double(k.final_lag); }, false},
   };
+  if (shedding) {
+    columns.push_back({"shed", "msg", [](const Kpis& k) { return double(k.shed); }, false, true});
+    columns.push_back(
+        {"shed time", "s", [](const Kpis& k) { return k.shed_seconds; }, false, true});
+  }
   return columns;
 }
 
 void write_kpi_header(std::ostringstream& out, const std::vector<std::string>& leading,
-                      bool oracle_columns) {
+                      const std::vector<KpiColumn>& columns, bool oracle_columns) {
   out << "<thead><tr>";
   for (const auto& l : leading) out << "<th class=\"name\">" << html_escape(l) << "</th>";
-  for (const auto& c : kpi_columns()) {
+  for (const auto& c : columns) {
     out << "<th>" << html_escape(c.name) << "<small>" << html_escape(c.unit) << "</small></th>";
     if (oracle_columns && c.name == "worker-seconds") {
       out << "<th>vs oracle<small>ratio</small></th>";
@@ -203,7 +210,8 @@ void write_sim_kpi_table(std::ostringstream& out, const std::vector<const RunRes
   for (const RunResult* r : runs) {
     if (is_oracle(*r) && (!oracle || r->label == "oracle")) oracle = r;
   }
-  const auto& columns = kpi_columns();
+  const std::vector<KpiColumn> columns = kpi_columns(
+      std::any_of(runs.begin(), runs.end(), [](const RunResult* r) { return r->kpis.shedding; }));
   std::vector<double> best(columns.size(), std::numeric_limits<double>::infinity());
   std::vector<double> worst(columns.size(), -std::numeric_limits<double>::infinity());
   int non_oracle = 0;
@@ -216,7 +224,7 @@ void write_sim_kpi_table(std::ostringstream& out, const std::vector<const RunRes
     }
   }
   out << "<div class=\"table-wrap\"><table id=\"kpi-table\" class=\"kpi\">\n";
-  write_kpi_header(out, {"policy"}, oracle != nullptr);
+  write_kpi_header(out, {"policy"}, columns, oracle != nullptr);
   out << "<tbody>\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunResult& r = *runs[i];
@@ -226,6 +234,10 @@ void write_sim_kpi_table(std::ostringstream& out, const std::vector<const RunRes
         << "\"><span class=\"swatch\" style=\"background:" << colors[i] << "\"></span>"
         << html_escape(r.label) << "</td>";
     for (std::size_t c = 0; c < columns.size(); ++c) {
+      if (columns[c].shed && !r.kpis.shedding) {
+        out << "<td>-</td>";
+        continue;
+      }
       const double v = columns[c].value(r.kpis);
       const bool mark = non_oracle > 1 && columns[c].lower_is_better && !is_oracle(r) &&
                         v == best[c] && v != worst[c];
@@ -273,9 +285,9 @@ void write_front_table(std::ostringstream& out, const TuneHtmlReport& r) {
 }
 
 void write_train_test_table(std::ostringstream& out, const TuneHtmlReport& r) {
-  const auto& columns = kpi_columns();
+  const std::vector<KpiColumn> columns = kpi_columns();
   out << "<div class=\"table-wrap\"><table id=\"train-test-table\" class=\"kpi\">\n";
-  write_kpi_header(out, {"set", "trace"}, false);
+  write_kpi_header(out, {"set", "trace"}, columns, false);
   out << "<tbody>\n";
   auto rows = [&](const std::vector<std::pair<std::string, Kpis>>& set, const char* name) {
     for (const auto& [trace, k] : set) {

@@ -93,6 +93,17 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
       {"processed", "msg", [](const RunResult& r) { return std::to_string(r.kpis.processed); }},
       {"final_lag", "msg", [](const RunResult& r) { return std::to_string(r.kpis.final_lag); }},
   };
+  // Shedding columns only when a run shed (SimConfig::shedding): other tables stay as they were.
+  if (std::any_of(results.begin(), results.end(),
+                  [](const RunResult& r) { return r.kpis.shedding; })) {
+    columns.push_back({"shed", "msg", [](const RunResult& r) {
+                         return r.kpis.shedding ? std::to_string(r.kpis.shed) : std::string("-");
+                       }});
+    columns.push_back({"shed_time", "s", [](const RunResult& r) {
+                         return r.kpis.shedding ? text::human(r.kpis.shed_seconds, 3)
+                                                : std::string("-");
+                       }});
+  }
   if (const RunResult* oracle = find_oracle(results)) {
     const Kpis floor = oracle->kpis;  // a copy: `results` may be reallocated by the caller
     columns.push_back({"ws_vs_oracle", "ratio", [floor](const RunResult& r) {
@@ -141,22 +152,28 @@ std::string format_kpi_table(const std::vector<RunResult>& results) {
 }
 
 nlohmann::json kpis_to_json(const Kpis& k) {
-  return rounded_json(nlohmann::json{{"lag_integral_msg_s", k.lag_integral},
-                                {"max_lag", k.max_lag},
-                                {"p99_lag", k.p99_lag},
-                                {"seconds_above_slo", k.seconds_above_slo},
-                                {"worker_seconds", k.worker_seconds},
-                                {"mean_workers", k.mean_workers},
-                                {"scale_actions", k.scale_actions},
-                                {"reversals", k.reversals},
-                                {"max_workers", k.max_workers},
-                                {"arrived", k.arrived},
-                                {"processed", k.processed},
-                                {"final_lag", k.final_lag},
-                                {"mean_wait_seconds", k.mean_wait_seconds},
-                                {"mean_service_seconds", k.mean_service_seconds},
-                                {"ticks", k.ticks},
-                                {"duration_seconds", k.duration_seconds}});
+  nlohmann::json j{{"lag_integral_msg_s", k.lag_integral},
+                   {"max_lag", k.max_lag},
+                   {"p99_lag", k.p99_lag},
+                   {"seconds_above_slo", k.seconds_above_slo},
+                   {"worker_seconds", k.worker_seconds},
+                   {"mean_workers", k.mean_workers},
+                   {"scale_actions", k.scale_actions},
+                   {"reversals", k.reversals},
+                   {"max_workers", k.max_workers},
+                   {"arrived", k.arrived},
+                   {"processed", k.processed},
+                   {"final_lag", k.final_lag},
+                   {"mean_wait_seconds", k.mean_wait_seconds},
+                   {"mean_service_seconds", k.mean_service_seconds},
+                   {"ticks", k.ticks},
+                   {"duration_seconds", k.duration_seconds}};
+  if (k.shedding) {  // only with shedding configured: other runs' JSON stays as it was
+    j["shed"] = nlohmann::json{{"total", k.shed}, {shed_reason_name(ShedReason::age), k.shed}};
+    j["shed_seconds"] = k.shed_seconds;
+    j["shed_starts"] = k.shed_starts;
+  }
+  return rounded_json(std::move(j));
 }
 
 nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& config,
@@ -194,8 +211,11 @@ nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& c
                    {"peak_rate", trace.peak_rate},
                    {"total_messages", trace.total_messages},
                    {"notes", trace.notes}};
-  return rounded_json(nlohmann::json{
-      {"trace", std::move(t)}, {"sim", config.to_json()}, {"runs", std::move(runs)}});
+  nlohmann::json report{
+      {"trace", std::move(t)}, {"sim", config.to_json()}, {"runs", std::move(runs)}};
+  // Beside "sim" as in a config file, and only when configured.
+  if (config.shedding.enabled) report["shedding"] = config.shedding.to_json();
+  return rounded_json(std::move(report));
 }
 
 void write_series_csv(std::ostream& out, const std::vector<RunResult>& results) {
@@ -219,6 +239,7 @@ void write_series_csv(std::ostream& out, const std::vector<RunResult>& results) 
   for (const RunResult& r : results) {
     out << ',' << csv_field(r.label + "_lag") << ',' << csv_field(r.label + "_workers") << ','
         << csv_field(r.label + "_latency_p99");
+    if (r.kpis.shedding) out << ',' << csv_field(r.label + "_shed_rate");
   }
   out << '\n';
   for (std::size_t i = 0; i < n; ++i) {
@@ -227,6 +248,7 @@ void write_series_csv(std::ostream& out, const std::vector<RunResult>& results) 
     for (const RunResult& r : results) {
       const SeriesPoint& p = r.series[i];
       out << ',' << p.lag << ',' << p.workers << ',' << csv_number(p.latency_p99);
+      if (r.kpis.shedding) out << ',' << csv_number(p.shed_rate);
     }
     out << '\n';
   }

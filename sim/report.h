@@ -46,7 +46,10 @@ const RunResult* find_oracle(const std::vector<RunResult>& results);
 //                        nothing), so this is the avoidable excess
 std::string format_kpi_table(const std::vector<RunResult>& results);
 
-// The KPIs of one run as a JSON object (numbers rounded as described above).
+// The KPIs of one run as a JSON object (numbers rounded as described above). With shedding
+// (Kpis::shedding) also "shed": {"total", "age"}, "shed_seconds" and "shed_starts"; without it
+// exactly the keys it always had. The text table adds "shed" and "shed_time" columns likewise,
+// and the CSV a <label>_shed_rate column.
 nlohmann::json kpis_to_json(const Kpis& kpis);
 
 // `j` with every float rounded to 9 significant digits (short text that is the same on every
@@ -55,10 +58,11 @@ nlohmann::json rounded_json(nlohmann::json j);
 
 // {"trace": {...}, "sim": SimConfig::to_json(), "runs": [{"label", "policy", "params",
 //  "fidelity", "kpis": {...}, "scale_actions_recorded": [{"t", "from", "to", "reason"}...]}]}
-// (no series: see write_series_csv). With an oracle run (find_oracle) every run also has
-// "vs_oracle": {"worker_seconds_ratio": worker-seconds / the oracle's (null if the oracle's are
-// 0), "seconds_above_slo_excess": seconds above SLO minus the oracle's, "seconds_above_slo_ratio":
-// seconds above SLO / the oracle's (null when the oracle's are 0, the usual case)}.
+// (no series: see write_series_csv); with shedding configured, "shedding": ShedConfig::to_json().
+// With an oracle run (find_oracle) every run also has "vs_oracle": {"worker_seconds_ratio":
+// worker-seconds / the oracle's (null if the oracle's are 0), "seconds_above_slo_excess": seconds
+// above SLO minus the oracle's, "seconds_above_slo_ratio": seconds above SLO / the oracle's (null
+// when the oracle's are 0, the usual case)}.
 nlohmann::json to_json(const std::vector<RunResult>& results, const SimConfig& config,
                        const TraceInfo& trace);
 

@@ -109,6 +109,12 @@ void write_time_charts(std::ostringstream& out, const std::vector<const RunResul
   ChartSpec workers = time_chart("workers", "Workers", "workers", 200);
   workers.x_label = x_label;
 
+  // Only runs with shedding configured (SimConfig::shedding) have a shed-rate chart.
+  const bool any_shedding = std::any_of(runs.begin(), runs.end(), [](const RunResult* r) {
+    return r->kpis.shedding && !r->series.empty();
+  });
+  ChartSpec shed = time_chart("shed", "Shed rate (records shed by age)", "msg/s", 170);
+
   // The oracle first, so that the policies are drawn on top of it.
   std::vector<std::size_t> draw_order;
   for (int pass = 0; pass < 2; ++pass) {
@@ -128,6 +134,13 @@ void write_time_charts(std::ostringstream& out, const std::vector<const RunResul
         {downsample_min_max(lag_pts, kColumns), colors[i], cls, r.label, dashed, false});
     workers.lines.push_back({downsample_min_max(step_points(r.series, t0), kColumns), colors[i],
                              cls, r.label, dashed, false});
+    if (r.kpis.shedding) {
+      std::vector<XYPoint> shed_pts;
+      shed_pts.reserve(r.series.size());
+      for (const auto& p : r.series) shed_pts.push_back({p.t, p.shed_rate});
+      shed.lines.push_back(
+          {downsample_min_max(shed_pts, kColumns), colors[i], cls, r.label, dashed, false});
+    }
   }
   // One policy far above the SLO would flatten every other line: switch to a log scale then.
   double max_lag = 0;
@@ -141,6 +154,7 @@ void write_time_charts(std::ostringstream& out, const std::vector<const RunResul
   out << "<div class=\"charts\">\n";
   write_chart(out, arrivals);
   write_chart(out, lag);
+  if (any_shedding) write_chart(out, shed);
   write_chart(out, workers);
   out << "</div>\n";
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "policies/config_reader.h"
@@ -242,7 +243,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   Observation sample(double now) override {
     now_ = now;
     last_ = model_.sample(now);
-    last_lag_ = model_.arrived() - last_.processed;
+    last_lag_ = model_.arrived() - last_.processed - last_.shed;
     return observations_.build(now, last_, model_.arrived(), last_lag_, last_.queue_depth,
                                partitions_, explain_);
   }
@@ -388,6 +389,13 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
   int64_t series_arrived = 0;
   int64_t series_processed = 0;
   double series_time = 0.0;
+  int64_t series_shed = 0;
+  std::optional<ShedGate> gate;
+  if (config.shedding.enabled) {
+    gate.emplace(config.shedding.after_pressure_seconds, config.shedding.release_after_seconds);
+    model.set_shed_max_age(config.shedding.max_age_seconds);
+    k.shedding = true;
+  }
   StretchedService stretched(config.model);
   for (int64_t i = 1; i <= ticks; ++i) {
     const double t0 = grid.start(i);
@@ -421,6 +429,14 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
     if (lag > config.lag_slo) k.seconds_above_slo += tick;
     p99_lag.add(lag);
     k.worker_seconds += static_cast<double>(before) * tick;
+    if (gate) {
+      if (gate->active()) k.shed_seconds += tick;  // on during [t0, t1)
+      // Pressure as the live runtime sees it at its tick (see simulation.h): lag above the SLO.
+      if (gate->update(t1, lag > config.lag_slo) == ShedGate::Transition::kStarted) {
+        ++k.shed_starts;
+      }
+      model.set_shedding(gate->active());
+    }
     const int after = model.pool_size();
     k.max_workers = std::max(k.max_workers, after);
     if (after != before) {
@@ -441,7 +457,9 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
       p.lag = lag;
       p.workers = before;
       p.latency_p99 = m.latency_p99;
+      p.shed_rate = static_cast<double>(m.shed - series_shed) / span;
       result.series.push_back(p);
+      series_shed = m.shed;
       series_arrived = model.arrived();
       series_processed = m.processed;
       series_time = t1;
@@ -455,13 +473,14 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
   k.arrived = model.arrived();
   k.processed = last.processed;
   k.final_lag = model.in_system() - partial;
-  if (k.arrived != k.processed + k.final_lag || k.arrived != arrivals.generated() ||
-      k.final_lag != consumer.last_lag()) {
+  k.shed = last.shed;
+  if (k.arrived != k.processed + k.shed + k.final_lag || k.shed != model.shed() ||
+      k.arrived != arrivals.generated() || k.final_lag != consumer.last_lag()) {
     throw std::logic_error("simulate: conservation violated: arrived " + std::to_string(k.arrived) +
                            " (generated " + std::to_string(arrivals.generated()) +
-                           ") != processed " + std::to_string(k.processed) + " + final lag " +
-                           std::to_string(k.final_lag) + " (sampled lag " +
-                           std::to_string(consumer.last_lag()) + ")");
+                           ") != processed " + std::to_string(k.processed) + " + shed " +
+                           std::to_string(k.shed) + " + final lag " + std::to_string(k.final_lag) +
+                           " (sampled lag " + std::to_string(consumer.last_lag()) + ")");
   }
 
   k.p99_lag = p99_lag.value();

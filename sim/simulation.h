@@ -32,6 +32,13 @@
 //   auto     (default) `message` when the trace's expected message count is at most
 //            auto_message_limit (20 M), else `batch`.
 //
+// Shedding (SimConfig::shedding, the config's top-level "shedding" object, the one `lagpilot run`
+// reads): after each tick's decision the live runtime's ShedGate (policies/shed_gate.h) is fed
+// the pressure at that tick, the sampled lag above lag_slo (the simulator's queue is unbounded,
+// so the live runtime's other pressure, a pool at its high watermark, never holds here); from
+// then until the next tick the model sheds by age while the gate is on (sim/consumer_model.h).
+// The priority rule is not simulated (records have no key or headers).
+//
 // Thread-safety: simulate() is a pure function of its arguments (it builds its own policy,
 // controller and model) and may run concurrently on different threads; simulate_all() does.
 
@@ -45,6 +52,7 @@
 #include "policies/observation.h"
 #include "policies/policy.h"
 #include "policies/policy_factory.h"
+#include "policies/shed_gate.h"
 #include "sim/consumer_model.h"
 #include "sim/trace.h"
 
@@ -79,6 +87,10 @@ struct SimConfig {
   // RunResult::decisions keeps the first this many scale actions (decisions that changed the
   // pool size); 0 keeps none.
   int max_decisions = 1000;
+  // Shedding by age (see the header comment); off unless `enabled`. Like lag_slo, not part of
+  // the "sim" object: cli::sim_config() copies the config's top-level "shedding" (read by
+  // ShedConfig::from_json, the same as `lagpilot run`), and from_json()/to_json() leave it out.
+  ShedConfig shedding;
 
   // Reads a "sim" object (its "model" child through ConsumerModelConfig::from_json). Unknown
   // keys and out-of-range values throw ConfigError naming the path ("sim.batch_size: ..."); so
@@ -110,6 +122,11 @@ struct Kpis {
   double mean_workers = 0.0;          // worker_seconds / duration
   int64_t ticks = 0;
   double duration_seconds = 0.0;  // ticks * tick_seconds
+  // Shedding (only when SimConfig::shedding is enabled; reports write these only then).
+  bool shedding = false;
+  int64_t shed = 0;           // messages shed, all by age (arrived = processed + shed + final lag)
+  double shed_seconds = 0.0;  // s, ticks during which shedding was on, times tick_seconds
+  int shed_starts = 0;        // times the gate turned shedding on
 };
 
 // One point of the time series (at a tick).
@@ -120,6 +137,7 @@ struct SeriesPoint {
   int64_t lag = 0;              // messages, sampled at t
   int workers = 0;              // pool size during the tick that ends at t (before its decision)
   double latency_p99 = 0.0;     // s, service time of the tick's completed messages
+  double shed_rate = 0.0;       // messages/s shed since the previous point
 };
 
 struct RunResult {
@@ -151,7 +169,7 @@ uint64_t model_service_seed(const SimConfig& config);
 
 // Runs `trace` with an already built policy. Throws std::invalid_argument for an unusable trace
 // (no bins, bin_seconds <= 0, a negative or non-finite rate) or config, and std::logic_error if
-// conservation (arrived == processed + final_lag) fails (a bug, never expected).
+// conservation (arrived == processed + shed + final_lag) fails (a bug, never expected).
 RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
                    const GuardConfig& guards, const SimConfig& config);
 
