@@ -11,8 +11,11 @@ namespace lagpilot {
 namespace {
 
 // One pool task runs at most kMaxRunMessages (lane_staging.h) of its lane, and stops after
-// the message that crosses kRunBudgetSeconds (by the injected clock); the rest runs in a new task
-// at the back of the pool queue, so that a long lane neither hogs a worker nor delays a shrink.
+// the message that crosses kRunBudgetSeconds (by the injected clock), so that a long lane does
+// not delay a shrink. The rest runs in a new task at the front of the pool queue: it is older
+// than anything queued since. (At the back, every queued lane would run a slice in turn: all
+// of them part done, the commit offset far behind what was processed, and the lag flat while
+// the consumer works.) New messages that a lane got meanwhile queue at the back.
 constexpr double kRunBudgetSeconds = 0.01;
 // Lanes queued by one dispatch share a pool task while their messages are expected (from the
 // mean handler time so far) to take less than this together: waking a worker costs more than
@@ -215,9 +218,9 @@ SourceCounters LaneScheduler::counters_snapshot() {
 // -------------------------------------------------------------------------------------------
 // Worker side
 
-bool LaneScheduler::submit_locked(const std::shared_ptr<Lane>& lane) {
+bool LaneScheduler::submit_locked(const std::shared_ptr<Lane>& lane, QueuePlace place) {
   auto self = shared_from_this();
-  return pool_.try_submit([self, lane] { self->run_lane(lane); });
+  return pool_.try_submit([self, lane] { self->run_lane(lane); }, place);
 }
 
 // Queues idle lanes that got messages, grouping them into shared pool tasks while the group's
@@ -249,11 +252,16 @@ void LaneScheduler::queue_lanes_locked(std::vector<std::shared_ptr<Lane>>& lanes
 }
 
 // Queues a lane that has messages to run (state kQueued): to the pool, or behind the pending
-// buffer (FIFO: nothing overtakes what the pool refused earlier).
-void LaneScheduler::submit_or_buffer_locked(const std::shared_ptr<Lane>& lane) {
+// buffer (FIFO: nothing overtakes what the pool refused earlier). kFront, for work taken
+// earlier and cut short: ahead of the pool's queue, or of the pending buffer when refused.
+void LaneScheduler::submit_or_buffer_locked(const std::shared_ptr<Lane>& lane, QueuePlace place) {
   lane->state = LaneState::kQueued;
-  if (pending.empty() && submit_locked(lane)) return;
-  pending.push_back(lane);
+  if (place == QueuePlace::kFront) {
+    if (!submit_locked(lane, QueuePlace::kFront)) pending.push_front(lane);
+  } else {
+    if (pending.empty() && submit_locked(lane, QueuePlace::kBack)) return;
+    pending.push_back(lane);
+  }
   max_pending_seen = std::max<int64_t>(max_pending_seen, static_cast<int64_t>(pending.size()));
 }
 
@@ -366,8 +374,11 @@ void LaneScheduler::run_lanes(const std::vector<std::shared_ptr<Lane>>& lanes) {
   const double start = clock_.now();
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     if (i > 0 && clock_.now() - start >= kRunBudgetSeconds) {
+      // The lanes not started keep their place and their order: to the front, last first.
       std::lock_guard<std::mutex> lock(mu);
-      for (; i < lanes.size(); ++i) submit_or_buffer_locked(lanes[i]);
+      for (std::size_t k = lanes.size(); k-- > i;) {
+        submit_or_buffer_locked(lanes[k], QueuePlace::kFront);
+      }
       return;
     }
     try {
@@ -519,7 +530,9 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
       drop_lane_locked(lane);  // an abandoned message with the rest of its lane
       forget_lane_locked(lane);
     } else if (lane.waiting() > 0) {
-      submit_or_buffer_locked(lane_ptr);
+      // The rest of this run's batch keeps its place in line; only an inbox goes to the back.
+      const bool cut_short = lane.next < lane.running.size();
+      submit_or_buffer_locked(lane_ptr, cut_short ? QueuePlace::kFront : QueuePlace::kBack);
     } else {
       forget_lane_locked(lane);
     }

@@ -17,11 +17,13 @@
 //    chunks, one per worker (at most 512 messages), each a one-off lane.
 //  * A lane is run by at most one pool task at a time. A task runs up to 512 of its lane's
 //    messages one after another (stopping after 10 ms of handler time), completes them in one
-//    go, and queues the lane again if more arrived. Lanes that one dispatch queued share a task
-//    when their messages are expected (from the mean handler time) to take under 0.1 ms in
-//    all; such a task hands the lanes it has not started after 10 ms to tasks of their own.
-//    So per message there is no allocation, no pool task and no lock; per run one task and two
-//    lock round trips.
+//    go, and queues the lane again if it has more: what the run did not reach at the front of
+//    the pool queue (it is older than anything queued since, so the commit offset keeps up
+//    with the work done), messages that arrived meanwhile at the back. Lanes that one dispatch
+//    queued share a task when their messages are expected (from the mean handler time) to take
+//    under 0.1 ms in all; such a task hands the lanes it has not started after 10 ms to tasks of
+//    their own. So per message there is no allocation, no pool task and no lock; per run one task
+//    and two lock round trips.
 //  * The handler sees a SourceMessage that the worker refills for each message (key, value and
 //    headers are copied into its strings, whose capacity is reused). Its run time goes into
 //    the pool's latency histogram per message (WorkerPool::record_items; the pool then does not
@@ -297,9 +299,10 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
 
   void stage(std::span<const MessageRecord> records, std::vector<OffsetGap>& gaps);
   void dispatch_staged_locked();
-  bool submit_locked(const std::shared_ptr<Lane>& lane);
+  bool submit_locked(const std::shared_ptr<Lane>& lane, QueuePlace place = QueuePlace::kBack);
   void queue_lanes_locked(std::vector<std::shared_ptr<Lane>>& lanes);
-  void submit_or_buffer_locked(const std::shared_ptr<Lane>& lane);
+  void submit_or_buffer_locked(const std::shared_ptr<Lane>& lane,
+                               QueuePlace place = QueuePlace::kBack);
   void release_locked(PartitionState& part, int64_t n);
   int64_t drop_lane_locked(Lane& lane);
   void flush_lane_locked(Lane& lane);

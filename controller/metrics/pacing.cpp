@@ -141,8 +141,13 @@ const PacingRecommendation& PacingEstimator::update(const Observation& o, int ma
   }
   const bool rate_ok = std::isfinite(o.processed_rate) && o.processed_rate > 0;
   // At max workers with a backlog: the tick window ended with lag, and began with it (the
-  // previous tick qualified on its own end), so the consumer never waited for arrivals.
-  const bool qualified = o.current_workers >= max_workers && o.total_lag > 0;
+  // previous tick qualified on its own end), and the workers were busy nearly all the time, so
+  // the consumer never waited for arrivals. Lag alone is not enough: what is fetched but not
+  // yet done counts as lag, so a consumer that a paced producer keeps below its capacity has
+  // some at every tick, and measuring it would lower the recommendation tick after tick.
+  const bool saturated =
+      std::isfinite(o.busy_workers) && o.busy_workers >= kSaturatedBusyShare * o.current_workers;
+  const bool qualified = o.current_workers >= max_workers && o.total_lag > 0 && saturated;
   if (qualified && previous_qualified_ && rate_ok) {
     samples_.push_back(o.processed_rate);
     if (samples_.size() > static_cast<std::size_t>(kMeasuredWindow)) samples_.pop_front();

@@ -11,8 +11,9 @@
 //
 // Where R comes from, best first (PacingRecommendation::source):
 //   "measured"             this run: the mean processed rate over the last kMeasuredWindow ticks
-//                          at which the pool was at max workers and had a backlog at both ends
-//                          of the tick window (so the rate is the consumer's, not the arrivals')
+//                          at which the pool was at max workers, its workers busy at least
+//                          kSaturatedBusyShare of the time, and had a backlog at both ends of
+//                          the tick window (so the rate is the consumer's, not the arrivals')
 //   "calibration"          `lagpilot calibrate`'s sustained rate, measured at max workers
 //   "calibration_fit"      the calibration's USL fit evaluated at max workers (its largest
 //                          step was another size)
@@ -78,6 +79,8 @@ double parse_utc_iso8601(const std::string& text);
 class PacingEstimator {
  public:
   static constexpr int kMeasuredWindow = 5;  // ticks averaged for "measured"
+  // Mean busy workers / workers at or above which a tick measures the consumer's capacity.
+  static constexpr double kSaturatedBusyShare = 0.9;
 
   // `fallback` is what applies until this run measures (from_calibration, or not available).
   PacingEstimator(PacingConfig config = {}, double tick_seconds = 1.0,

@@ -94,13 +94,17 @@ struct WorkerPool::Impl {
 
   // ---- submission -------------------------------------------------------------------------
 
-  bool try_submit(Task& task) {
+  bool try_submit(Task& task, QueuePlace place) {
     if (!task) throw std::invalid_argument("WorkerPool::try_submit: empty task");
     bool flipped = false;
     {
       std::lock_guard lock(mu_);
       if (!accepting_ || queue_.size() >= options_.queue_capacity) return false;
-      queue_.push_back(std::move(task));
+      if (place == QueuePlace::kFront) {
+        queue_.push_front(std::move(task));
+      } else {
+        queue_.push_back(std::move(task));
+      }
       if (!backpressure_.load(std::memory_order_relaxed) && queue_.size() >= high_depth_) {
         set_backpressure_locked(true);
         flipped = true;
@@ -587,8 +591,8 @@ WorkerPool::~WorkerPool() {
   shutdown(std::numeric_limits<double>::infinity());
 }
 
-bool WorkerPool::try_submit(Task task) {
-  return impl_->try_submit(task);
+bool WorkerPool::try_submit(Task task, QueuePlace place) {
+  return impl_->try_submit(task, place);
 }
 int WorkerPool::resize(int workers) {
   return impl_->resize(workers);

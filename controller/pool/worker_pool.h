@@ -63,6 +63,9 @@ struct PoolWindow {
   double latency_sum = 0.0;  // seconds: total run time of the window's tasks (or items)
 };
 
+// Where try_submit() puts a task in the queue.
+enum class QueuePlace { kBack, kFront };
+
 class WorkerPool {
  public:
   using Task = std::function<void()>;
@@ -79,9 +82,13 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // Enqueues a task; false (task not taken, and destroyed: pass a copy to retry) when the
-  // queue is full or the pool is shut down. Throws std::invalid_argument for an empty task.
-  bool try_submit(Task task);
+  // Enqueues a task at the back of the queue, or at its front with QueuePlace::kFront: for
+  // the rest of work that a worker took earlier and cut short (a run that used up its time
+  // budget), which then goes ahead of everything queued after it, so the queue stays first in,
+  // first out by when the work arrived. False (task not taken, and destroyed: pass a copy to
+  // retry) when the queue is full or the pool is shut down. Throws std::invalid_argument for
+  // an empty task.
+  bool try_submit(Task task, QueuePlace place = QueuePlace::kBack);
   // Sets the target size, clamped to [1, max_workers]. Returns the size in effect afterwards
   // (the old size if a thread could not be started; see last_error()). Never waits for a task.
   // After shutdown() it does nothing and returns 0.

@@ -185,6 +185,45 @@ TEST(LaneScheduler, UnorderedChunksOfOnePartitionRunInParallel) {
   EXPECT_EQ(f.sched->done_offset(kTopic, 0), 2);
 }
 
+TEST(LaneScheduler, ARunCutByItsTimeBudgetKeepsItsPlaceInLine) {
+  // One worker, three polls of 50 unkeyed messages (three one-off lanes), 5 ms a message by the
+  // injected clock: each run stops after 2 messages (the 10 ms budget). The rest of a run goes
+  // on before the lanes queued after it, so the messages run in offset order and the commit
+  // offset keeps up with what was processed. (Requeued at the back, the three lanes took
+  // turns, 2 messages each: 0, 1, 50, 51, 100, 101, 2, ...)
+  Gate gate;
+  std::mutex mu;  // guards order, behind
+  std::vector<int64_t> order;
+  int64_t behind = 0;  // the most messages processed but not yet committable, seen at a start
+  ManualClock* clock = nullptr;
+  std::shared_ptr<LaneScheduler>* sched = nullptr;
+  Fixture f(Ordering::kUnordered, 1, 1000, [&](const SourceMessage& m) {
+    gate.wait();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      behind = std::max<int64_t>(
+          behind, static_cast<int64_t>(order.size()) - (*sched)->done_offset(kTopic, 0));
+      order.push_back(m.offset);
+    }
+    clock->advance(0.005);
+  });
+  clock = &f.clock;
+  sched = &f.sched;
+  f.add(kTopic, 0);
+  for (int poll = 0; poll < 3; ++poll) {
+    std::vector<MessageRecord> batch;
+    for (int i = 0; i < 50; ++i) batch.push_back(record(kTopic, 0, poll * 50 + i, nullptr, kValue));
+    f.dispatch(batch);
+  }
+  gate.open();
+  ASSERT_TRUE(f.drain());
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(order.size(), 150u);
+  for (int64_t i = 0; i < 150; ++i) ASSERT_EQ(order[i], i) << "message " << i << " out of line";
+  EXPECT_LE(behind, 2) << "processed but not committable: at most the run in progress";
+  EXPECT_EQ(f.sched->done_offset(kTopic, 0), 150);
+}
+
 TEST(LaneScheduler, CommitOffsetIsTheDonePrefixUnderOutOfOrderCompletion) {
   // Keys a (offsets 0, 2, 4) and b (1, 3, 5). Offset 2 blocks: everything of b finishes, and
   // a's run has finished 0. The commit offset must be 2, never past the unfinished 2.

@@ -115,6 +115,25 @@ TEST(PacingEstimator, MeasuresAtMaxWorkersWithABacklogAndPrefersThatToTheCalibra
   EXPECT_DOUBLE_EQ(e.last().sustainable_rate, 2000);  // 250/s per busy worker x 8
 }
 
+TEST(PacingEstimator, AConsumerKeptBelowItsCapacityDoesNotLowerTheRecommendation) {
+  // Saturated at 4 workers: 800/s measured, 600/s recommended. A producer paced at 600/s then
+  // leaves the workers 75 % busy, with a little lag (fetched, not yet done) at every tick.
+  // Those ticks measure the producer, not the consumer: counted, the recommendation would fall
+  // to 450/s, then 338/s, ... (a ratchet).
+  PacingEstimator e;
+  for (int i = 0; i < 3; ++i) e.update(obs(4, 5000, 800, 3.9), 4, kNow + i);
+  ASSERT_EQ(e.last().source, "measured");
+  ASSERT_DOUBLE_EQ(e.last().rate, 600);
+  for (int i = 3; i < 30; ++i) e.update(obs(4, 300, 600, 3.0), 4, kNow + i);
+  EXPECT_DOUBLE_EQ(e.last().rate, 600);
+  EXPECT_DOUBLE_EQ(e.last().as_of_unix_seconds, kNow + 2);  // and it says how old it is
+  // Saturated again (the consumer got slower): measured again.
+  for (int i = 30; i < 30 + PacingEstimator::kMeasuredWindow + 1; ++i) {
+    e.update(obs(4, 5000, 400, 4), 4, kNow + i);
+  }
+  EXPECT_DOUBLE_EQ(e.last().rate, 300);
+}
+
 TEST(PacingEstimator, NothingMeasuredMeansNoRecommendation) {
   PacingEstimator e;
   EXPECT_FALSE(e.update(obs(4, 0, 0, 0), 16, kNow).available);

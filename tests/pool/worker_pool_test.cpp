@@ -54,6 +54,24 @@ TEST(WorkerPool, RunsEveryTaskOnce) {
   EXPECT_EQ(pool.live_threads(), 4);
 }
 
+TEST(WorkerPool, AFrontTaskRunsBeforeEverythingQueued) {
+  SteadyClock clock;
+  WorkerPool pool(options(1, 1), clock);
+  std::mutex mu;  // guards order, and holds the one worker in its first task
+  std::vector<int> order;
+  std::unique_lock<std::mutex> hold(mu);
+  ASSERT_TRUE(pool.try_submit([&] { std::lock_guard<std::mutex> lock(mu); }));
+  ASSERT_TRUE(testing::wait_until([&] { return pool.busy() == 1; }, 10));
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(pool.try_submit([&, i] { order.push_back(i); }));
+  }
+  ASSERT_TRUE(pool.try_submit([&] { order.push_back(0); }, QueuePlace::kFront));
+  hold.unlock();
+  pool.wait_idle();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
 TEST(WorkerPool, ResizeClampsToOneAndMax) {
   SteadyClock clock;
   WorkerPool pool(options(2, 5), clock);
