@@ -211,15 +211,16 @@ void ConsumerModel::prefetch_service_times() {
   if (batch_fidelity_ || distribution_ == kDeterministic || service_times_) return;
   // The producer draws from a copy of the stream as it stands (nothing drawn yet), exactly as
   // draw_work(1) would.
-  service_times_ = std::make_unique<PrefetchedStream>(
+  service_times_ = std::make_unique<PrefetchedStream>(PrefetchedStream::Fill(
       [rng = rng_, exponential = distribution_ == kExponential, mean = config_.service_mean_seconds,
-       log_mu = log_mu_, log_sigma = log_sigma_](const PrefetchedStream::Emit& emit) mutable {
-        for (;;) {
-          const double w =
-              exponential ? mean * rng.exponential() : std::exp(log_mu + log_sigma * rng.normal());
-          if (!emit(w)) return;
+       log_mu = log_mu_, log_sigma = log_sigma_](double* out, std::size_t n) mutable {
+        if (exponential) {
+          for (std::size_t i = 0; i < n; ++i) out[i] = mean * rng.exponential();
+        } else {
+          for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(log_mu + log_sigma * rng.normal());
         }
-      });
+        return n;  // endless
+      }));
 }
 
 double ConsumerModel::grow_stretch_table(int busy) {

@@ -9,6 +9,11 @@ PrefetchedStream::PrefetchedStream(Producer producer) {
   producer_ = std::thread([this, p = std::move(producer)] { produce(p); });
 }
 
+PrefetchedStream::PrefetchedStream(Fill fill) {
+  for (std::vector<double>& b : blocks_) b.resize(kBlock);
+  producer_ = std::thread([this, f = std::move(fill)] { produce_blocks(f); });
+}
+
 PrefetchedStream::~PrefetchedStream() {
   {
     std::lock_guard lock(mutex_);
@@ -39,28 +44,54 @@ void PrefetchedStream::fetch() {
 void PrefetchedStream::produce(const Producer& producer) {
   double* block = nullptr;
   std::size_t filled = 0;
-  auto publish = [&] {
-    std::lock_guard lock(mutex_);
-    sizes_[produced_ % kBlocks] = filled;
-    ++produced_;
-    block = nullptr;
-    changed_.notify_all();
-  };
   const Emit emit = [&](double v) {
     if (block == nullptr) {
-      std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stop_ || produced_ - consumed_ < kBlocks; });
-      if (stop_) return false;
-      block = blocks_[produced_ % kBlocks].data();
+      block = acquire_block();
+      if (block == nullptr) return false;  // stopping
       filled = 0;
     }
     block[filled++] = v;
-    if (filled == kBlock) publish();
+    if (filled == kBlock) {
+      publish_block(filled);
+      block = nullptr;
+    }
     return true;
   };
   try {
     producer(emit);
-    if (block != nullptr && filled > 0) publish();
+    if (block != nullptr && filled > 0) publish_block(filled);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    failure_ = std::current_exception();
+  }
+  std::lock_guard lock(mutex_);
+  finished_ = true;
+  changed_.notify_all();
+}
+
+double* PrefetchedStream::acquire_block() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return stop_ || produced_ - consumed_ < kBlocks; });
+  if (stop_) return nullptr;
+  return blocks_[produced_ % kBlocks].data();
+}
+
+void PrefetchedStream::publish_block(std::size_t filled) {
+  std::lock_guard lock(mutex_);
+  sizes_[produced_ % kBlocks] = filled;
+  ++produced_;
+  changed_.notify_all();
+}
+
+void PrefetchedStream::produce_blocks(const Fill& fill) {
+  try {
+    for (;;) {
+      double* const block = acquire_block();  // the producer's until published
+      if (block == nullptr) break;
+      const std::size_t filled = fill(block, kBlock);
+      if (filled > 0) publish_block(filled);
+      if (filled < kBlock) break;
+    }
   } catch (...) {
     std::lock_guard lock(mutex_);
     failure_ = std::current_exception();

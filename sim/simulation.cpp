@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -179,25 +180,42 @@ class ArrivalGenerator {
 // Per-message fidelity's arrivals do not depend on anything the run does (the windows are the
 // ticks, one after the other, and a message's time comes from the count and position streams
 // alone), so a spare core can draw them ahead (PrefetchedStream): a producer runs the same
-// ArrivalGenerator over every tick window and emits each window's arrival times, then +infinity
-// as the window's end. The times are the ones the generator would have handed out in the run,
-// bit for bit.
-PrefetchedStream::Producer arrival_producer(const Trace& trace, uint64_t seed, int batch_size,
-                                            int64_t ticks, double tick) {
-  return [&trace, seed, batch_size, ticks, tick](const PrefetchedStream::Emit& emit) {
-    ArrivalGenerator generator(trace, seed, /*batch=*/false, batch_size);
-    for (int64_t i = 1; i <= ticks; ++i) {
-      generator.begin_window(static_cast<double>(i - 1) * tick, static_cast<double>(i) * tick, 0.0,
-                             0);
-      for (;;) {
-        const double t = generator.next_time();
-        if (!emit(t)) return;
-        if (t == kInf) break;
-        generator.pop();
+// ArrivalGenerator over every tick window and writes each window's arrival times, then +infinity
+// as the window's end, a block at a time. The times are the ones the generator would have handed
+// out in the run, bit for bit.
+class ArrivalFill {
+ public:
+  ArrivalFill(const Trace& trace, uint64_t seed, int batch_size, int64_t ticks, double tick)
+      : generator_(trace, seed, /*batch=*/false, batch_size), ticks_(ticks), tick_(tick) {}
+
+  std::size_t operator()(double* out, std::size_t n) {
+    std::size_t k = 0;
+    while (k < n) {
+      if (!in_window_) {
+        if (window_ == ticks_) break;  // every window written: the stream ends
+        ++window_;
+        generator_.begin_window(static_cast<double>(window_ - 1) * tick_,
+                                static_cast<double>(window_) * tick_, 0.0, 0);
+        in_window_ = true;
+      }
+      const double t = generator_.next_time();
+      out[k++] = t;
+      if (t == kInf) {
+        in_window_ = false;
+      } else {
+        generator_.pop();
       }
     }
-  };
-}
+    return k;
+  }
+
+ private:
+  ArrivalGenerator generator_;
+  int64_t ticks_;
+  double tick_;
+  int64_t window_ = 0;  // windows begun
+  bool in_window_ = false;
+};
 
 // The run's arrivals: drawn in place, or read from a PrefetchedStream (per-message fidelity).
 class Arrivals {
@@ -206,8 +224,10 @@ class Arrivals {
            int64_t ticks, double tick)
       : generator_(trace, seed, batch, batch_size) {
     if (prefetch && !batch) {
+      // Fill must be copyable: the generator sits behind a shared pointer.
+      auto fill = std::make_shared<ArrivalFill>(trace, seed, batch_size, ticks, tick);
       prefetched_ = std::make_unique<PrefetchedStream>(
-          arrival_producer(trace, seed, batch_size, ticks, tick));
+          PrefetchedStream::Fill([fill](double* out, std::size_t n) { return (*fill)(out, n); }));
     }
   }
   void begin_window(double t0, double t1, double seconds_per_message, int pool_size) {
