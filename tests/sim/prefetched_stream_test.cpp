@@ -77,7 +77,9 @@ TEST(PrefetchedStream, StopsAnEndlessFillWhenDestroyed) {
       for (std::size_t k = 0; k < n; ++k) out[k] = static_cast<double>(k);
       return n;
     }));
-    if (round % 2 == 0) EXPECT_EQ(s.next(), 0.0);
+    if (round % 2 == 0) {
+      EXPECT_EQ(s.next(), 0.0);
+    }
   }
 }
 
