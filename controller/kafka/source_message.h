@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -29,6 +30,13 @@ struct SourceMessage {
 // message is committed only once it succeeded, was dead-lettered or was dropped on purpose.)
 // The SourceMessage is valid only during the call (the worker refills it for the next one).
 using MessageHandler = std::function<void(const SourceMessage&)>;
+
+// With a "batch" config: called on pool workers, concurrently, with one batch of one
+// partition's messages in offset order (1 to batch.max_messages of them). The batch succeeds or
+// fails as a whole: returning finishes every message of it, an exception fails them all (under
+// lagpilot::Service: retried, then dead-lettered or dropped, as one unit), MessageAbandoned
+// leaves them all unfinished. The span and its messages are valid only during the call.
+using BatchHandler = std::function<void(std::span<const SourceMessage>)>;
 
 // Thrown by a handler to leave a message unfinished, when it is shutting down while the
 // message waits to be retried: the message is not processed and not failed; it and the rest of
