@@ -8,8 +8,8 @@ BatchConfig BatchConfig::from_json(const nlohmann::json& j, const std::string& p
   BatchConfig c;
   c.enabled = true;
   JsonObjectReader r(j, path);
-  r.read("max_messages", c.max_messages, 1, 1'000'000);
-  r.read("max_wait_seconds", c.max_wait_seconds, 0.001, 3600.0);
+  r.read("max_messages", c.max_messages, 1);
+  r.read("max_wait_seconds", c.max_wait_seconds, 0.001);
   r.read("drop_last", c.drop_last);
   r.finish();
   return c;
