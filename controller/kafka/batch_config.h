@@ -3,7 +3,7 @@
 // feeders), instead of one at a time.
 //
 //   "batch": {
-//     "max_messages": 100,        a batch is full at this many messages (>= 1)
+//     "max_messages": 100,        a batch is full at this many messages (1 to 1,000,000)
 //     "max_wait_seconds": 2,      a batch that has not filled this long after its first message
 //                                 arrived is delivered as it is (a trainer moves on)
 //     "drop_last": false          ... or, with true, not delivered: its messages are counted

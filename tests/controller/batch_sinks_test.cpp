@@ -118,7 +118,7 @@ TEST(BatchHttpSink, OnePostOfACloudEventsBatchWithTheSingleSinksFields) {
     EXPECT_EQ(e["specversion"], "1.0");
     EXPECT_EQ(e["id"], "events/2/" + std::to_string(40 + i));  // as ce-id
     EXPECT_EQ(e["source"], "kafka://events");                  // as ce-source
-    EXPECT_EQ(e["type"], "dev.lagpilot.kafka.message");         // as ce-type
+    EXPECT_EQ(e["type"], "dev.lagpilot.kafka.message");        // as ce-type
   }
   EXPECT_EQ(body[0]["time"], rfc3339_utc(1714566896789));
   EXPECT_EQ(body[0]["partitionkey"], "user-0");
@@ -207,8 +207,8 @@ TEST(BatchExecSink, OneJsonArrayLineInOneReplyOut) {
 }
 
 TEST(BatchPipeline, DropIncompleteProducesEachMessageAndRetriesAFailedProduce) {
-  DeliveryPipeline pipeline([](const SourceMessage&) { return Delivery::done(); },
-                            fast_failures(), {}, 1);
+  DeliveryPipeline pipeline([](const SourceMessage&) { return Delivery::done(); }, fast_failures(),
+                            {}, 1);
   std::vector<int64_t> produced;
   int failures_left = 1;
   pipeline.set_batching([](std::span<const SourceMessage>) { return Delivery::done(); },

@@ -58,7 +58,9 @@ TEST(BatchService, EverySequenceIsProcessedOnceOrDroppedAndNoBatchMixesPartition
        {"batch", {{"max_messages", kMaxMessages}, {"max_wait_seconds", 0.3}, {"drop_last", true}}},
        // The shed topic, for the dropped incomplete batches; shedding itself never starts.
        {"shedding",
-        {{"after_pressure_seconds", 3600}, {"max_age_seconds", 3600}, {"to_topic", "events.shed"}}}});
+        {{"after_pressure_seconds", 3600},
+         {"max_age_seconds", 3600},
+         {"to_topic", "events.shed"}}}});
   SequenceLedger ledger(kMessages, 16);
   std::mutex mu;  // guards the fields below
   uint64_t batches = 0, mixed = 0, out_of_order = 0, oversized = 0;
@@ -124,8 +126,8 @@ TEST(BatchService, EverySequenceIsProcessedOnceOrDroppedAndNoBatchMixesPartition
   for (uint64_t seq = 0; seq < kMessages; ++seq) {
     const bool was_processed = ledger.count(seq) > 0;
     const bool was_dropped = shed_seqs.count(seq) > 0;
-    EXPECT_TRUE(was_processed != was_dropped) << "sequence " << seq << ": processed "
-                                              << ledger.count(seq) << ", dropped " << was_dropped;
+    EXPECT_TRUE(was_processed != was_dropped)
+        << "sequence " << seq << ": processed " << ledger.count(seq) << ", dropped " << was_dropped;
   }
   EXPECT_EQ(ledger.duplicated(0, kMessages), 0u);
   {
