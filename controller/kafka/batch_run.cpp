@@ -164,6 +164,7 @@ void LaneScheduler::run_batch_lane(const std::shared_ptr<Lane>& lane_ptr) {
     }
     const std::span<const SourceMessage> batch(scratch.messages.data(), n);
     const double start = clock_.now();
+    source_internal::shed_in_call = 0;
     try {
       if (!drop) {
         batch_deliver_(batch);
@@ -211,12 +212,17 @@ void LaneScheduler::run_batch_lane(const std::shared_ptr<Lane>& lane_ptr) {
     while (!lane.arrivals.empty() && lane.arrivals.front().first <= lane.taken) {
       lane.arrivals.pop_front();
     }
+    // Shed by the handler (count_as_shed): finished, not processed.
+    const uint64_t shed = drop ? 0 : std::min<uint64_t>(source_internal::shed_in_call, ran);
+    source_internal::shed_in_call = 0;
+    counters.processed -= shed;
+    counters.shed += shed;
     if (drop) {
       counters.processed -= ran;
       counters.dropped_incomplete_batch += ran;
     } else if (failed) {
-      counters.processed -= ran;
-      counters.failed += ran;
+      counters.processed -= ran - shed;
+      counters.failed += ran - shed;
       {
         spdlog::warn("kafka {}@{}..{}: batch handler failed ({} failures so far): {}",
                      partition_name(part.topic, part.partition),

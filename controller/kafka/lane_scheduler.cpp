@@ -63,6 +63,14 @@ void fill_headers(SourceMessage& msg, const MessageBatch& batch, const QueuedMes
 
 }  // namespace
 
+namespace source_internal {
+thread_local std::size_t shed_in_call = 0;
+}  // namespace source_internal
+
+void count_as_shed(std::size_t messages) {
+  source_internal::shed_in_call += messages;
+}
+
 Ordering parse_ordering(const std::string& s) {
   if (s == "key") return Ordering::kKey;
   if (s == "partition") return Ordering::kPartition;
@@ -435,6 +443,7 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
     scratch.seconds.clear();
     scratch.ages.clear();
     scratch.failures.clear();
+    source_internal::shed_in_call = 0;
     SourceMessage& msg = scratch.message;
     msg.topic = part.topic;
     msg.partition = part.partition;
@@ -513,6 +522,12 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
   {
     std::lock_guard<std::mutex> lock(mu);
     const int64_t ran = end_run_locked(lane, begin, i, scratch.failures.size());
+    // Shed by the handler: finished, not processed (count_as_shed).
+    const uint64_t shed = std::min<uint64_t>(source_internal::shed_in_call,
+                                             static_cast<uint64_t>(ran) - scratch.failures.size());
+    source_internal::shed_in_call = 0;
+    counters.processed -= shed;
+    counters.shed += shed;
     for (const auto& [offset, error] : scratch.failures) {
       ++counters.failed;
       if (counters.failed <= 10 || counters.failed % 1000 == 0) {

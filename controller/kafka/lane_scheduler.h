@@ -211,6 +211,12 @@ struct OffsetGap {
   uint64_t count = 0;  // backward gaps only
 };
 
+// count_as_shed() (source_message.h) adds to the calling worker's count, which a run resets
+// before the handler and reads after it (lane_scheduler.cpp, batch_run.cpp).
+namespace source_internal {
+extern thread_local std::size_t shed_in_call;
+}  // namespace source_internal
+
 class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
  public:
   // `resume_unfinished`: wake a room waiter (wait_for_room) when unfinished falls to it.

@@ -92,6 +92,7 @@ bool DeliveryPipeline::try_shed(const SourceMessage& m) {
     }
   }
   shedder_->count(verdict->reason);
+  count_as_shed();  // the Kafka source counts it as shed, not processed
   return true;
 }
 

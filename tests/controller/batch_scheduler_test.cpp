@@ -99,6 +99,7 @@ class BatchFixture {
   std::vector<SeenBatch> delivered;
   std::vector<SeenBatch> dropped;
   int throw_next = 0;  // 1: std::runtime_error, 2: MessageAbandoned (once)
+  int shed_next = 0;   // the next batch handler call sheds this many (count_as_shed)
 
  private:
   static void sort(std::vector<SeenBatch>& v) {
@@ -115,6 +116,8 @@ class BatchFixture {
       EXPECT_EQ(m.value, value_);
       seen.offsets.push_back(m.offset);
     }
+    if (shed_next > 0) count_as_shed(static_cast<std::size_t>(shed_next));
+    shed_next = 0;
     const int t = throw_next;
     throw_next = 0;
     if (t == 1) throw std::runtime_error("batch refused");
@@ -234,6 +237,17 @@ TEST(BatchScheduler, AFailedBatchFailsAsAWholeAndAnAbandonedOneIsNotCommitted) {
   EXPECT_EQ(c.dropped, 4u);                    // given up with the rest of its lane
   EXPECT_EQ(f.sched->done_offset("t", 0), 4);  // nothing of the abandoned batch
   EXPECT_EQ(f.sched->unfinished(), 0);
+}
+
+TEST(BatchScheduler, MessagesABatchHandlerShedsAreCountedAsShedNotProcessed) {
+  BatchFixture f(batch(4, 2.0, false));
+  f.add(0);
+  f.shed_next = 3;
+  f.dispatch(0, 0, 8);
+  const SourceCounters c = f.sched->counters_snapshot();
+  EXPECT_EQ(c.shed, 3u);
+  EXPECT_EQ(c.processed, 5u);
+  EXPECT_EQ(f.sched->done_offset("t", 0), 8);
 }
 
 TEST(BatchScheduler, GivingUpAPartitionDeliversItsIncompleteBatchOrWithDropLastLeavesIt) {
