@@ -21,6 +21,7 @@
 #include "controller/sinks/delivery_pipeline.h"
 #include "controller/sinks/exec_sink.h"
 #include "controller/sinks/http_sink.h"
+#include "lagpilot/lagpilot.h"
 #include "policies/config_reader.h"
 
 namespace lagpilot {
@@ -258,6 +259,17 @@ TEST(BatchConfig, DefaultsErrorsNameTheJsonPathAndAbsentMeansOff) {
   EXPECT_EQ(error_of({{"drop_last", "yes"}}).rfind("batch.drop_last: ", 0), 0u);
   EXPECT_EQ(error_of({{"size", 3}}).rfind("batch.size: ", 0), 0u);
   EXPECT_EQ(error_of(5).rfind("batch: ", 0), 0u);
+}
+
+TEST(BatchConfig, ABatchHandlerNeedsABatchSection) {
+  const BatchHandler handler = [](std::span<const SourceMessage>) {};
+  try {
+    Service service(AppConfig{}, handler);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "batch");
+  }
+  EXPECT_NO_THROW(Service(AppConfig::from_json({{"batch", nlohmann::json::object()}}), handler));
 }
 
 }  // namespace
