@@ -2,8 +2,9 @@
 // sequence-numbered messages over 4 partitions, batches of at most 50 with drop_last and a
 // short max_wait_seconds, incomplete batches produced to the shed topic. Every sequence is
 // either processed exactly once in a batch or dropped (counted, on the shed topic with its
-// reason header); no batch mixes partitions; each batch's offsets ascend without a gap; every
-// offset is committed; /metrics counts the batches and the dropped messages.
+// reason header); no batch mixes partitions; each batch's offsets ascend without a gap; key
+// order holds across batches; every offset is committed; /metrics counts the batches and the
+// dropped messages.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -70,7 +71,7 @@ TEST(BatchService, EverySequenceIsProcessedOnceOrDroppedAndNoBatchMixesPartition
       mixes = mixes || batch[i].partition != batch[0].partition;
       gap = gap || batch[i].offset != batch[i - 1].offset + 1;
     }
-    for (const SourceMessage& m : batch) ledger.record(m, false);
+    for (const SourceMessage& m : batch) ledger.record(m, true);  // key order too
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::lock_guard lock(mu);
     ++batches;
@@ -130,6 +131,8 @@ TEST(BatchService, EverySequenceIsProcessedOnceOrDroppedAndNoBatchMixesPartition
         << "sequence " << seq << ": processed " << ledger.count(seq) << ", dropped " << was_dropped;
   }
   EXPECT_EQ(ledger.duplicated(0, kMessages), 0u);
+  EXPECT_EQ(ledger.key_order_violations(), 0u);  // a partition's batches run one at a time
+  EXPECT_EQ(ledger.concurrent_same_key(), 0u);
   {
     std::lock_guard lock(mu);
     EXPECT_GT(batches, 0u);
