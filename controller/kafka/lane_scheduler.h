@@ -27,7 +27,8 @@
 //    the pool's latency histogram per message (WorkerPool::record_items; the pool then does not
 //    record the task as a whole): each message is timed on its own, except that very fast ones
 //    (under 2 us) are timed in groups of up to 64, each recorded with the group's mean. A
-//    handler that throws counts the message as failed; its offset still completes.
+//    handler that throws counts the message as failed; its offset still completes. One that
+//    calls count_as_shed() (source_message.h) during the call counts it as shed, not processed.
 //  * When the pool refuses a lane (queue full), it goes to the pending buffer (FIFO, never
 //    dropped); the poll thread and completing workers retry the buffer.
 //  * Offsets: per partition a PartitionOffsetTracker records dispatched offsets and
