@@ -412,9 +412,9 @@ TEST(LaneScheduler, MessagesTheHandlerShedsAreCountedApartFromProcessedOnes) {
     if (m.offset % 3 == 0) count_as_shed();
   });
   f.add("t", 0);
-  const std::string value = "v";
+  const std::string topic = "t", value = "v";  // (the records view them)
   std::vector<MessageRecord> records;
-  for (int64_t o = 0; o < 30; ++o) records.push_back(record("t", 0, o, nullptr, value));
+  for (int64_t o = 0; o < 30; ++o) records.push_back(record(topic, 0, o, nullptr, value));
   f.dispatch(records);
   ASSERT_TRUE(f.drain());
   const SourceCounters c = f.sched->counters_snapshot();
