@@ -171,6 +171,7 @@ void RuntimeConfig::read_keys(JsonObjectReader& root, RuntimeConfig& c) {
       }
     }
   }
+  if (root.has("batch")) c.batch = BatchConfig::from_json(*root.raw("batch"), "batch");
   root.read("ledger", c.ledger);
   root.read("tick_seconds", c.tick_seconds, 0.01, 3600.0);
   root.read("shutdown_timeout_seconds", c.shutdown_timeout_seconds, 0.0, 3600.0);
@@ -187,6 +188,7 @@ void RuntimeConfig::write_keys(nlohmann::json& root) const {
   root["handler"] = handler.to_json();
   root["failure"] = failure.to_json();
   if (shedding.enabled) root["shedding"] = shedding.to_json();
+  if (batch.enabled) root["batch"] = batch.to_json();
   root["pool"] = {{"queue_capacity", pool.queue_capacity},
                   {"high_watermark", pool.high_watermark},
                   {"low_watermark", pool.low_watermark}};

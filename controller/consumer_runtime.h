@@ -12,6 +12,7 @@
 #include <string>
 
 #include "controller/handler_config.h"
+#include "controller/kafka/batch_config.h"
 #include "controller/kafka/kafka_source.h"
 #include "controller/metrics/pacing.h"
 #include "controller/metrics/tick_report.h"
@@ -34,6 +35,7 @@ struct RuntimeConfig {
   HandlerConfig handler;   // "handler": synthetic (the default), http or exec
   FailureConfig failure;   // "failure": retries, backoff, dead letters
   ShedConfig shedding;     // "shedding": opt-in (enabled only with a "shedding" object)
+  BatchConfig batch;       // "batch": opt-in batch delivery (enabled only with a "batch" object)
   std::string ledger;      // file to append processed (topic, partition, offset, seq)
   double tick_seconds = 1.0;
   double shutdown_timeout_seconds = 10.0;

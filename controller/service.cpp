@@ -138,6 +138,10 @@ struct Service::Parts {
   std::unique_ptr<DeadLetterProducer> shed_topic;
   std::unique_ptr<DeliveryPipeline> pipeline;
   MessageHandler handler;
+  // With "batch": what the source calls per batch, and per incomplete batch drop_last drops.
+  BatchHandler batch_handler;
+  BatchHandler batch_drop;
+  uint64_t dropped_incomplete_logged = 0;  // the source's count at the last tick's log line
   std::string api_token;
   std::unique_ptr<EmbeddedBroker> broker;
   std::unique_ptr<ConsumerRuntime> runtime;
@@ -166,7 +170,19 @@ AppConfig Service::config_from_json(const nlohmann::json& root) {
 }
 
 Service::Service(AppConfig config, MessageHandler handler, ServiceOptions options)
+    : Service(std::move(config), std::move(handler), BatchHandler{}, std::move(options)) {}
+
+Service::Service(AppConfig config, BatchHandler handler, ServiceOptions options)
+    : Service(std::move(config), MessageHandler{}, std::move(handler), std::move(options)) {}
+
+Service::Service(AppConfig config, MessageHandler handler, BatchHandler batch_handler,
+                 ServiceOptions options)
     : config_(std::move(config)), options_(std::move(options)), parts_(std::make_unique<Parts>()) {
+  if (batch_handler && !config_.runtime.batch.enabled) {
+    throw ConfigError("batch",
+                      "a batch handler needs a \"batch\" section (max_messages, "
+                      "max_wait_seconds, drop_last)");
+  }
   if (config_.runtime.broker == "external" && config_.runtime.kafka.bootstrap_servers.empty() &&
       !config_.runtime.kafka.properties.count("bootstrap.servers")) {
     throw ConfigError("kafka.bootstrap_servers",
@@ -180,15 +196,27 @@ Service::Service(AppConfig config, MessageHandler handler, ServiceOptions option
   }
   Parts& p = *parts_;
   DeliveryPipeline::Attempt attempt;
+  DeliveryPipeline::BatchAttempt batch_attempt;  // (set with "batch")
   const HandlerConfig& hc = config_.runtime.handler;
-  if (handler) {
+  if (batch_handler) {
+    batch_attempt = callable_batch_attempt(std::move(batch_handler));
+    attempt = [](const SourceMessage&) {
+      return Delivery::permanent("lagpilot: a batch handler got a single message");
+    };
+  } else if (handler) {
     attempt = callable_attempt(std::move(handler));
   } else if (hc.type == "http") {
     p.http = std::make_unique<HttpSink>(hc.http);
     attempt = [sink = p.http.get()](const SourceMessage& m) { return sink->deliver(m); };
+    batch_attempt = [sink = p.http.get()](std::span<const SourceMessage> b) {
+      return sink->deliver_batch(b);
+    };
   } else if (hc.type == "exec") {
     p.exec = std::make_unique<ExecSink>(hc.exec);
     attempt = [sink = p.exec.get()](const SourceMessage& m) { return sink->deliver(m); };
+    batch_attempt = [sink = p.exec.get()](std::span<const SourceMessage> b) {
+      return sink->deliver_batch(b);
+    };
   } else {
     p.synthetic = std::make_shared<SyntheticHandler>(hc.synthetic);
     attempt =
@@ -215,17 +243,46 @@ Service::Service(AppConfig config, MessageHandler handler, ServiceOptions option
     }
     p.pipeline->set_shedding(p.shedder.get(), std::move(send));
   }
+  if (config_.runtime.batch.enabled) {
+    if (!batch_attempt) batch_attempt = per_message_batch_attempt(attempt);
+    // Incomplete batches that drop_last drops go to the shed topic when there is one.
+    IncompleteBatchSend drop_send;
+    if (config_.runtime.shedding.enabled && !config_.runtime.shedding.to_topic.empty()) {
+      drop_send = [&p](const SourceMessage& m) {
+        return p.shed_topic->send(m, "dropped: incomplete batch (batch.drop_last)", 0,
+                                  unix_ms_now(), {{"lagpilot-shed-reason", "incomplete_batch"}});
+      };
+    }
+    p.pipeline->set_batching(std::move(batch_attempt), std::move(drop_send));
+    p.batch_handler = [pipeline = p.pipeline.get()](std::span<const SourceMessage> b) {
+      pipeline->deliver_batch(b);
+    };
+    p.batch_drop = [pipeline = p.pipeline.get()](std::span<const SourceMessage> b) {
+      pipeline->drop_incomplete(b);
+    };
+  }
   handler = [pipeline = p.pipeline.get()](const SourceMessage& m) { (*pipeline)(m); };
   if (!config_.runtime.ledger.empty()) {
     // Appended once the message is finished (done, dead-lettered or dropped): the ledger
     // lists what the run accounted for.
     auto ledger = std::make_shared<Ledger>(config_.runtime.ledger);
-    handler = [inner = std::move(handler), ledger](const SourceMessage& m) {
-      inner(m);
+    const auto append = [ledger](const SourceMessage& m) {
       const auto decoded = decode_message(m.value);
       ledger->append(m.topic, m.partition, m.offset,
                      decoded ? static_cast<int64_t>(decoded->seq) : -1);
     };
+    handler = [inner = std::move(handler), append](const SourceMessage& m) {
+      inner(m);
+      append(m);
+    };
+    // Batches: each message once the batch is finished; dropped ones too (accounted for).
+    for (BatchHandler* h : {&p.batch_handler, &p.batch_drop}) {
+      if (!*h) continue;
+      *h = [inner = std::move(*h), append](std::span<const SourceMessage> b) {
+        inner(b);
+        for (const SourceMessage& m : b) append(m);
+      };
+    }
   }
   parts_->handler = std::move(handler);
 }
@@ -270,6 +327,7 @@ void Service::start() {
   }
   p.runtime = std::make_unique<ConsumerRuntime>(rc, config_.make_policy(), config_.guards,
                                                 p.handler, p.clock);
+  if (rc.batch.enabled) p.runtime->source().set_batching(rc.batch, p.batch_handler, p.batch_drop);
   // Only a sink that can push back (http, exec) feeds the sink_pushback guard.
   if (p.http || p.exec) {
     p.runtime->set_sink_pushback(
@@ -379,6 +437,15 @@ void Service::tick_loop() {
     p.delivery_metrics->record(p.pipeline->stats(), p.exec ? p.exec->restarts() : 0);
     if (p.shedder) {
       tick_shedding(*p.shedder, *p.runtime, *p.delivery_metrics, report, tick_start);
+    }
+    // drop_last: one line per tick with what was dropped since the last one.
+    if (const uint64_t dropped = report.source.dropped_incomplete_batch;
+        dropped > p.dropped_incomplete_logged) {
+      spdlog::info(
+          "batch: dropped {} message(s) of incomplete batches this tick (batch.drop_last, "
+          "max_wait_seconds {}); {} in all",
+          dropped - p.dropped_incomplete_logged, config_.runtime.batch.max_wait_seconds, dropped);
+      p.dropped_incomplete_logged = dropped;
     }
     p.metrics->publish();  // after every recorder: scrapes until the next tick read this text
     if (p.api) p.api->publish_status();  // the same, for /v1/status's tick part

@@ -54,6 +54,12 @@ KafkaSource::~KafkaSource() {
   if (started_ && !stopped_) stop(core_->config.revoke_timeout_seconds);
 }
 
+void KafkaSource::set_batching(const BatchConfig& config, BatchHandler deliver,
+                               BatchHandler drop_incomplete) {
+  if (started_) throw std::logic_error("KafkaSource::set_batching after start");
+  core_->sched->set_batching(config, std::move(deliver), std::move(drop_incomplete));
+}
+
 void KafkaSource::start() {
   if (started_) throw std::logic_error("KafkaSource::start called twice");
   Core& c = *core_;

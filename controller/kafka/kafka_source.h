@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/kafka/batch_config.h"
 #include "controller/kafka/kafka_config.h"
 #include "controller/kafka/source_counters.h"
 #include "controller/kafka/source_message.h"
@@ -141,6 +142,11 @@ class KafkaSource {
 
   KafkaSource(const KafkaSource&) = delete;
   KafkaSource& operator=(const KafkaSource&) = delete;
+
+  // Batch delivery (config "batch"; lane_scheduler.h): `deliver` gets each batch, and
+  // `drop_incomplete` (may be empty) each incomplete batch that drop_last drops. Before
+  // start(); without it (or with a config that is not enabled) the handler gets messages.
+  void set_batching(const BatchConfig& config, BatchHandler deliver, BatchHandler drop_incomplete);
 
   // Creates the consumer, subscribes and starts the poll thread. Throws std::runtime_error if
   // librdkafka refuses. Call once.

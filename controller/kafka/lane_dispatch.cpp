@@ -84,8 +84,11 @@ void LaneScheduler::stage(std::span<const MessageRecord> records, std::vector<Of
     sp->bytes += m.value.size() + m.key.size();
 
     std::size_t g = 0;  // groups index + 1
-    if (ordering_ == Ordering::kPartition || (ordering_ == Ordering::kKey && m.has_key)) {
-      const std::string_view key = ordering_ == Ordering::kPartition ? std::string_view() : m.key;
+    // Batching: one lane per partition, in every ordering mode (batch_run.cpp).
+    if (batching_ || ordering_ == Ordering::kPartition ||
+        (ordering_ == Ordering::kKey && m.has_key)) {
+      const std::string_view key =
+          batching_ || ordering_ == Ordering::kPartition ? std::string_view() : m.key;
       if (last_group != 0 && st.groups[last_group - 1].ordered &&
           st.groups[last_group - 1].key == key) {
         g = last_group;
@@ -141,6 +144,10 @@ void LaneScheduler::dispatch_staged_locked() {
     } else {
       lane = std::make_shared<Lane>(g.part, std::string(), false);
       lane->inbox = spare_batch_locked();
+    }
+    if (batching_) {
+      lane->appended += g.batch.size();
+      lane->arrivals.emplace_back(lane->appended, clock_.now());
     }
     if (lane->inbox.empty()) {
       lane->inbox.take(g.batch);  // g.batch keeps the inbox's old (empty) buffers

@@ -66,6 +66,14 @@ void fill_headers(SourceMessage& msg, const MessageBatch& batch, const QueuedMes
 
 }  // namespace
 
+namespace source_internal {
+thread_local std::size_t shed_in_call = 0;
+}  // namespace source_internal
+
+void count_as_shed(std::size_t messages) {
+  source_internal::shed_in_call += messages;
+}
+
 Ordering parse_ordering(const std::string& s) {
   if (s == "key") return Ordering::kKey;
   if (s == "partition") return Ordering::kPartition;
@@ -148,6 +156,12 @@ std::pair<int64_t, int64_t> LaneScheduler::drain_and_give_up(const std::vector<P
   std::unique_lock<std::mutex> lock(mu);
   for (const auto& p : parts) p->draining = true;
   auto all_done = [&] {
+    if (batching_) {  // incomplete batches go now; with drop_last they are left (given up)
+      const int64_t left = settle_batches_locked(false);
+      int64_t unfinished = 0;
+      for (const auto& p : parts) unfinished += p->unfinished;
+      return unfinished <= left;
+    }
     return std::all_of(parts.begin(), parts.end(),
                        [](const auto& p) { return p->unfinished == 0; });
   };
@@ -301,6 +315,8 @@ int64_t LaneScheduler::drop_lane_locked(Lane& lane) {
   if (lane.state != LaneState::kRunning) {
     n += static_cast<int64_t>(lane.running.size() - lane.next);
     lane.next = lane.completed = lane.running.size();
+    lane.arrivals.clear();
+    lane.taken = lane.appended;
   }
   release_locked(*lane.part, n);
   counters.dropped += static_cast<uint64_t>(n);
@@ -332,6 +348,8 @@ void LaneScheduler::forget_lane_locked(Lane& lane) {
   lane.next = lane.completed = 0;
   lane.done.store(0, std::memory_order_relaxed);
   recycle_locked(lane.running);
+  lane.arrivals.clear();
+  lane.appended = lane.taken = 0;
 }
 
 void LaneScheduler::recycle_locked(MessageBatch& batch) {
@@ -394,6 +412,10 @@ void LaneScheduler::run_lanes(const std::vector<std::shared_ptr<Lane>>& lanes) {
 // One pool task: runs up to kMaxRunMessages of a lane (kRunBudgetSeconds), then completes
 // them under the lock in one go and queues the lane again if it has more.
 void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
+  if (batching_) {
+    run_batch_lane(lane_ptr);
+    return;
+  }
   Lane& lane = *lane_ptr;
   PartitionState& part = *lane.part;
   std::size_t begin = 0, end = 0;
@@ -432,6 +454,7 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
     scratch.seconds.clear();
     scratch.ages.clear();
     scratch.failures.clear();
+    source_internal::shed_in_call = 0;
     SourceMessage& msg = scratch.message;
     msg.topic = part.topic;
     msg.partition = part.partition;
@@ -510,6 +533,12 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
   {
     std::lock_guard<std::mutex> lock(mu);
     const int64_t ran = end_run_locked(lane, begin, i, scratch.failures.size());
+    // Shed by the handler: finished, not processed (count_as_shed).
+    const uint64_t shed = std::min<uint64_t>(source_internal::shed_in_call,
+                                             static_cast<uint64_t>(ran) - scratch.failures.size());
+    source_internal::shed_in_call = 0;
+    counters.processed -= shed;
+    counters.shed += shed;
     for (const auto& [offset, error] : scratch.failures) {
       ++counters.failed;
       if (counters.failed <= 10 || counters.failed % 1000 == 0) {

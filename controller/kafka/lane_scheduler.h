@@ -29,7 +29,8 @@
 //    the pool's latency histogram per message (WorkerPool::record_items; the pool then does not
 //    record the task as a whole): each message is timed on its own, except that very fast ones
 //    (under 2 us) are timed in groups of up to 64, each recorded with the group's mean. A
-//    handler that throws counts the message as failed; its offset still completes.
+//    handler that throws counts the message as failed; its offset still completes. One that
+//    calls count_as_shed() (source_message.h) during the call counts it as shed, not processed.
 //  * When the pool refuses a lane (queue full), it goes to the pending buffer (FIFO, never
 //    dropped); the poll thread and completing workers retry the buffer.
 //  * Offsets: per partition a PartitionOffsetTracker records dispatched offsets and
@@ -63,6 +64,20 @@
 //  * Pool tasks hold a shared_ptr to the scheduler, so a task that runs after close() (or after
 //    its partition was given up) finds it alive; it then skips the handler.
 //
+// Batches (set_batching, batch_run.cpp). With a "batch" config, every partition is one lane,
+// whatever the ordering mode (so key and partition order hold, and a batch never mixes
+// partitions), and a run delivers one batch: the lane's next batch.max_messages messages in
+// offset order, in one call of the batch handler. A lane with fewer waiting is left idle until
+// more arrive or its oldest waiting message has waited max_wait_seconds (by the injected
+// clock, from its dispatch); flush_due_batches(), which the poll loop calls every iteration,
+// then queues it, and the run delivers the incomplete batch, or with drop_last hands it to the
+// drop handler and counts it in dropped_incomplete_batch. Either way its offsets complete. A
+// batch's messages finish together (done, failed or abandoned as one). While a partition is
+// being given up (revoke, stop), an incomplete batch is delivered at once; with drop_last it
+// is given up instead (not committed: delivered again), never dropped for the revoke.
+// Per batch the pool's latency histogram gets one sample (the batch's run time); the counters
+// count messages.
+//
 // Time: the injected Clock measures handler run time and bounds runs; drain deadlines are real
 // waits (std::chrono::steady_clock); record age is the system clock read at the end of a run
 // minus the record's timestamp (both epoch-based, like Kafka's).
@@ -83,6 +98,7 @@
 #include <utility>
 #include <vector>
 
+#include "controller/kafka/batch_config.h"
 #include "controller/kafka/message_batch.h"
 #include "controller/kafka/offset_tracker.h"
 #include "controller/kafka/source_counters.h"
@@ -176,6 +192,12 @@ struct Lane {
   // LaneScheduler::mu by flush_lane_locked (acquire). running.messages[0, done) finished their
   // handler.
   std::atomic<std::size_t> done{0};
+  // Batching only (guarded by mu): messages ever appended and ever taken into a batch (or
+  // dropped), and per dispatch (messages appended after it, clock time): the arrival time of
+  // the oldest waiting message is that of the first entry past `taken`.
+  uint64_t appended = 0;
+  uint64_t taken = 0;
+  std::deque<std::pair<uint64_t, double>> arrivals;
 
   std::size_t waiting() const { return inbox.size() + running.size() - next; }
 };
@@ -192,6 +214,12 @@ struct OffsetGap {
   uint64_t count = 0;  // backward gaps only
 };
 
+// count_as_shed() (source_message.h) adds to the calling worker's count, which a run resets
+// before the handler and reads after it (lane_scheduler.cpp, batch_run.cpp).
+namespace source_internal {
+extern thread_local std::size_t shed_in_call;
+}  // namespace source_internal
+
 class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
  public:
   // `resume_unfinished`: wake a room waiter (wait_for_room) when unfinished falls to it.
@@ -204,6 +232,18 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
   LaneScheduler& operator=(const LaneScheduler&) = delete;
 
   // ---- Poll thread ----
+
+  // Batch delivery (see the algorithm): before the first dispatch. `deliver` runs a batch;
+  // `drop_incomplete` (may be empty) takes a timed-out incomplete batch with drop_last.
+  void set_batching(const BatchConfig& config, BatchHandler deliver, BatchHandler drop_incomplete);
+  bool batching() const { return batching_; }
+  // Queues the lanes whose incomplete batch is due (max_wait_seconds by the clock). Takes mu.
+  // Returns how many lanes it queued.
+  int flush_due_batches();
+  // While giving partitions up (revoke, stop): queues their idle incomplete batches for
+  // delivery now, or with drop_last leaves them; returns how many messages so left (not to be
+  // waited for). `all`: every partition (stop), else the draining ones. Requires mu.
+  int64_t settle_batches_locked(bool all);
 
   // Dispatches one poll's messages (see the algorithm): records for partitions not in the
   // table (or given up) are ignored; a paused partition's (or, with refuse_all, any) messages
@@ -312,12 +352,21 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
   MessageBatch spare_batch_locked();
   void run_lanes(const std::vector<std::shared_ptr<Lane>>& lanes);
   void run_lane(const std::shared_ptr<Lane>& lane);
+  void run_batch_lane(const std::shared_ptr<Lane>& lane);  // batch_run.cpp
+  double batch_due_locked(const Lane& lane) const;         // clock time the partial batch is due
+  bool batch_ready_locked(const Lane& lane) const;         // full, or due
 
   WorkerPool& pool_;
   const MessageHandler handler_;
   const Clock& clock_;
   const Ordering ordering_;
   const int64_t resume_unfinished_;
+  // Batching (set_batching, before any dispatch; read-only afterwards).
+  bool batching_ = false;
+  BatchConfig batch_;
+  BatchHandler batch_deliver_;
+  BatchHandler batch_drop_;
+  bool settling_all_ = false;  // guarded by mu: stop delivers (or leaves) incomplete batches
 
   std::unique_ptr<Staging> staging_;  // poll thread only
 

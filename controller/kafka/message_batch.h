@@ -94,6 +94,30 @@ struct MessageBatch {
     }
     messages.push_back(q);
   }
+  // Appends other.messages[from, end) (they follow this batch's in offset order), copying
+  // their bytes.
+  void append_range(const MessageBatch& other, std::size_t from) {
+    for (std::size_t i = from; i < other.messages.size(); ++i) {
+      const QueuedMessage& q = other.messages[i];
+      QueuedMessage c = q;
+      c.key_pos = bytes.size();
+      bytes.append(other.bytes, q.key_pos, q.key_len);
+      c.value_pos = bytes.size();
+      bytes.append(other.bytes, q.value_pos, q.value_len);
+      c.header_pos = static_cast<uint32_t>(headers.size());
+      for (uint32_t h = 0; h < q.header_count; ++h) {
+        QueuedHeader qh = other.headers[q.header_pos + h];
+        const std::size_t name_pos = bytes.size();
+        bytes.append(other.bytes, qh.name_pos, qh.name_len);
+        const std::size_t value_pos = bytes.size();
+        bytes.append(other.bytes, qh.value_pos, qh.value_len);
+        qh.name_pos = name_pos;
+        qh.value_pos = value_pos;
+        headers.push_back(qh);
+      }
+      messages.push_back(c);
+    }
+  }
   // Appends all of `other` (its messages follow this batch's in offset order).
   void append(const MessageBatch& other) {
     const std::size_t base = bytes.size();

@@ -176,6 +176,7 @@ void KafkaSource::Core::poll_loop() {
       gaps.clear();
     }
     sched->drain_pending();
+    if (sched->batching()) sched->flush_due_batches();
     update_pause_state();
     const double now = clock.now();
     if (now >= next_commit) {
@@ -217,7 +218,8 @@ void KafkaSource::Core::shutdown_drain() {
     {
       std::lock_guard<std::mutex> lock(sched->mu);
       sched->drain_pending_locked();
-      if (sched->unfinished_count == 0) break;
+      const int64_t left = sched->batching() ? sched->settle_batches_locked(true) : 0;
+      if (sched->unfinished_count <= left) break;
     }
     // Keep serving librdkafka (rebalances, commit results); drop late messages undispatched.
     if (RdKafkaMessage m{rd_kafka_consumer_poll(rk.get(), 10)}) {

@@ -23,6 +23,12 @@
     "Messages taken from Kafka and dispatched.")                                            \
   X(processed, "lagpilot_messages_processed_total", nullptr, true,                          \
     "Messages whose handler returned.")                                                     \
+  X(dropped_incomplete_batch, "lagpilot_batch_dropped_messages_total", nullptr, true,       \
+    "Messages of batches that did not fill within batch.max_wait_seconds, not "             \
+    "delivered (batch.drop_last); their offsets complete.")                                 \
+  X(shed, nullptr, nullptr, true,                                                           \
+    "Messages the handler finished without processing them (shed under backpressure; "      \
+    "lagpilot_records_shed_total): not in processed; their offsets complete.")              \
   X(failed, "lagpilot_messages_failed_total", nullptr, true,                                \
     "Messages whose handler threw; their offsets complete (under Service, the "             \
     "delivery pipeline has retried and dead-lettered them first).")                         \

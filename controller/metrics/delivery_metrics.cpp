@@ -18,6 +18,7 @@ enum DeliveryMetricId {
   kChildrenRestarted,
   kRecordsShed,
   kSheddingActive,
+  kBatchSize,
   kDeliveryMetricCount
 };
 
@@ -43,6 +44,9 @@ constexpr MetricSpec kSpecs[kDeliveryMetricCount] = {
      "shedding.max_age_seconds), priority (below shedding.min_priority_under_pressure)."},
     {"lagpilot_shedding_active",
      "1 while shedding is on (backpressure lasted shedding.after_pressure_seconds), else 0."},
+    {"lagpilot_batch_size_messages",
+     "Messages per batch delivered to the sink (config batch; after shedding), one "
+     "observation per batch."},
 };
 
 prometheus::Family<prometheus::Counter>& counters(prometheus::Registry& r, DeliveryMetricId id) {
@@ -74,6 +78,12 @@ DeliveryMetrics::DeliveryMetrics(prometheus::Registry& r) {
     shed_[k].counter = &shed.Add({{"reason", shed_reason_name(static_cast<ShedReason>(k))}});
   }
   shedding_active_ = &gauges(r, kSheddingActive).Add({});
+  batch_size_ = &prometheus::BuildHistogram()
+                     .Name(kSpecs[kBatchSize].name)
+                     .Help(kSpecs[kBatchSize].help)
+                     .Register(r)
+                     .Add({}, prometheus::Histogram::BucketBoundaries(kBatchSizeBounds.begin(),
+                                                                      kBatchSizeBounds.end()));
 }
 
 void DeliveryMetrics::record_shedding(const ShedStats& s) {
@@ -102,6 +112,18 @@ void DeliveryMetrics::record(const DeliveryStats& s, uint64_t children_restarted
   last_backoff_seconds_ = s.backoff_seconds;
   in_retry_->Set(static_cast<double>(s.in_retry));
   oldest_retry_seconds_->Set(s.oldest_retry_seconds);
+  // The batch sizes since the last record(), as bucket increments.
+  if (s.batches > last_batches_) {
+    std::vector<double> increments(s.batch_size_buckets.size());
+    for (std::size_t k = 0; k < increments.size(); ++k) {
+      increments[k] = static_cast<double>(s.batch_size_buckets[k] - last_batch_buckets_[k]);
+    }
+    batch_size_->ObserveMultiple(increments,
+                                 static_cast<double>(s.batch_messages - last_batch_messages_));
+    last_batches_ = s.batches;
+    last_batch_buckets_ = s.batch_size_buckets;
+    last_batch_messages_ = s.batch_messages;
+  }
 }
 
 std::vector<std::string> DeliveryMetrics::metric_names() {

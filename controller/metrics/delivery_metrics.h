@@ -20,6 +20,8 @@
 //                                               backpressure; reason = age | priority
 //                                               (LAGPILOT_SHED_REASONS; shedding.h)
 //   lagpilot_shedding_active                    gauge: 1 while shedding is on, else 0
+//   lagpilot_batch_size_messages                histogram: messages per batch delivered
+//                                               (config "batch"; kBatchSizeBounds)
 //
 // Per-attempt latency is in lagpilot_process_latency_seconds (RuntimeMetrics), which times the
 // whole delivery, retries included.
@@ -30,6 +32,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <array>
@@ -70,6 +73,9 @@ class DeliveryMetrics {
   prometheus::Gauge* oldest_retry_seconds_;
   std::array<Fed, kShedReasons> shed_{};
   prometheus::Gauge* shedding_active_;
+  prometheus::Histogram* batch_size_;
+  uint64_t last_batches_ = 0, last_batch_messages_ = 0;
+  decltype(DeliveryStats::batch_size_buckets) last_batch_buckets_{};
 };
 
 }  // namespace lagpilot

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -53,15 +54,15 @@ bool DeliveryPipeline::wait(double seconds) {
   return !stopped_.load();
 }
 
-void DeliveryPipeline::enter_retry(int64_t started_ms) {
+void DeliveryPipeline::enter_retry(int64_t started_ms, int64_t messages) {
   std::lock_guard lock(mu_);
-  ++in_retry_;
+  in_retry_ += messages;
   retry_starts_.insert(started_ms);
 }
 
-void DeliveryPipeline::leave_retry(int64_t started_ms) {
+void DeliveryPipeline::leave_retry(int64_t started_ms, int64_t messages) {
   std::lock_guard lock(mu_);
-  --in_retry_;
+  in_retry_ -= messages;
   retry_starts_.erase(retry_starts_.find(started_ms));
 }
 
@@ -91,11 +92,23 @@ bool DeliveryPipeline::try_shed(const SourceMessage& m) {
     }
   }
   shedder_->count(verdict->reason);
+  count_as_shed();  // the Kafka source counts it as shed, not processed
   return true;
 }
 
 void DeliveryPipeline::operator()(const SourceMessage& m) {
   if (shedder_ != nullptr && try_shed(m)) return;
+  deliver_unit(
+      1, [&] { return attempt_(m); },
+      [&](const std::string& error, int attempts, int64_t first_failure_ms) {
+        finish_dead_letter(m, error, attempts, first_failure_ms);
+      },
+      [&] { return where(m); });
+}
+
+template <typename AttemptFn, typename DeadLetterFn, typename DescribeFn>
+void DeliveryPipeline::deliver_unit(uint64_t n, AttemptFn attempt, DeadLetterFn dead_letter,
+                                    DescribeFn describe) {
   int attempts = 0;
   int64_t first_failure_ms = -1;
   std::string last_error;
@@ -103,14 +116,17 @@ void DeliveryPipeline::operator()(const SourceMessage& m) {
   struct RetryScope {
     DeliveryPipeline* self;
     int64_t* started;
+    int64_t messages;
     ~RetryScope() {
-      if (*started >= 0) self->leave_retry(*started);
+      if (*started >= 0) self->leave_retry(*started, messages);
     }
-  } scope{this, &first_failure_ms};
+  } scope{this, &first_failure_ms, static_cast<int64_t>(n)};
 
   while (true) {
-    if (stopped_.load()) throw DeliveryAbandoned("stopped before " + where(m) + " was delivered");
-    const Delivery d = attempt_(m);
+    if (stopped_.load()) {
+      throw DeliveryAbandoned("stopped before " + describe() + " was delivered");
+    }
+    const Delivery d = attempt();
     ++attempts;
     attempts_.fetch_add(1, std::memory_order_relaxed);
     window_attempts_.fetch_add(1, std::memory_order_relaxed);
@@ -119,32 +135,94 @@ void DeliveryPipeline::operator()(const SourceMessage& m) {
       window_pushbacks_.fetch_add(1, std::memory_order_relaxed);
     }
     if (d.result == DeliveryResult::kDone) {
-      ok_.fetch_add(1, std::memory_order_relaxed);
+      ok_.fetch_add(n, std::memory_order_relaxed);
       return;
     }
     last_error = d.error;
     if (first_failure_ms < 0) {
       first_failure_ms = unix_ms_now();
-      enter_retry(first_failure_ms);
+      enter_retry(first_failure_ms, static_cast<int64_t>(n));
     }
     const bool permanent = d.result == DeliveryResult::kPermanent;
     if (permanent && permanent_action_ == "drop") {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
+      dropped_.fetch_add(n, std::memory_order_relaxed);
       spdlog::warn("delivery: dropped {} after {} attempt(s) (on_permanent_failure drop): {}",
-                   where(m), attempts, d.error);
+                   describe(), attempts, d.error);
       return;
     }
     const bool exhausted = config_.max_attempts > 0 && attempts >= config_.max_attempts;
     if ((permanent && permanent_action_ == "dead_letter") || exhausted) {
-      finish_dead_letter(m, last_error, attempts, first_failure_ms);
+      dead_letter(last_error, attempts, first_failure_ms);
       return;
     }
-    retry_.fetch_add(1, std::memory_order_relaxed);
+    retry_.fetch_add(n, std::memory_order_relaxed);
     if (attempts == 1 || attempts % 100 == 0) {
-      spdlog::warn("delivery: {} failed (attempt {}), retrying: {}", where(m), attempts, d.error);
+      spdlog::warn("delivery: {} failed (attempt {}), retrying: {}", describe(), attempts, d.error);
     }
     if (!wait(next_backoff(attempts, d.retry_after_seconds))) {
-      throw DeliveryAbandoned("stopped while " + where(m) + " was in retry");
+      throw DeliveryAbandoned("stopped while " + describe() + " was in retry");
+    }
+  }
+}
+
+void DeliveryPipeline::set_batching(BatchAttempt attempt, IncompleteBatchSend drop_send) {
+  batch_attempt_ = std::move(attempt);
+  drop_send_ = std::move(drop_send);
+}
+
+void DeliveryPipeline::count_batch(std::size_t size) {
+  batches_.fetch_add(1, std::memory_order_relaxed);
+  batch_messages_.fetch_add(size, std::memory_order_relaxed);
+  const auto at =
+      std::lower_bound(kBatchSizeBounds.begin(), kBatchSizeBounds.end(), static_cast<double>(size));
+  batch_size_buckets_[static_cast<std::size_t>(at - kBatchSizeBounds.begin())].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
+void DeliveryPipeline::deliver_batch(std::span<const SourceMessage> batch) {
+  if (!batch_attempt_) throw std::logic_error("DeliveryPipeline: deliver_batch without batching");
+  // Shedding judges each message; what it keeps is the batch (a copy only when it shed some).
+  thread_local std::vector<SourceMessage> kept;
+  std::span<const SourceMessage> unit = batch;
+  if (shedder_ != nullptr) {
+    std::size_t i = 0;
+    while (i < batch.size() && !try_shed(batch[i])) ++i;
+    if (i < batch.size()) {
+      kept.assign(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(i));
+      for (++i; i < batch.size(); ++i) {
+        if (!try_shed(batch[i])) kept.push_back(batch[i]);
+      }
+      unit = kept;
+    }
+  }
+  if (unit.empty()) return;
+  count_batch(unit.size());
+  const auto describe = [&] {
+    const SourceMessage& first = unit.front();
+    return where(first) + ".." + std::to_string(unit.back().offset) + " (batch of " +
+           std::to_string(unit.size()) + ")";
+  };
+  deliver_unit(
+      unit.size(), [&] { return batch_attempt_(unit); },
+      [&](const std::string& error, int attempts, int64_t first_failure_ms) {
+        for (const SourceMessage& m : unit)
+          finish_dead_letter(m, error, attempts, first_failure_ms);
+      },
+      describe);
+}
+
+void DeliveryPipeline::drop_incomplete(std::span<const SourceMessage> batch) {
+  if (!drop_send_) return;
+  for (const SourceMessage& m : batch) {
+    for (int tries = 1;; ++tries) {
+      const std::string why = drop_send_(m);
+      if (why.empty()) break;
+      if (shedder_ != nullptr) shedder_->count_to_topic_failure();
+      spdlog::error("batch: produce of dropped {} to the shed topic failed (try {}), retrying: {}",
+                    where(m), tries, why);
+      if (!wait(next_backoff(tries, -1))) {
+        throw DeliveryAbandoned("stopped while " + where(m) + " waited for the shed topic");
+      }
     }
   }
 }
@@ -182,6 +260,11 @@ DeliveryStats DeliveryPipeline::stats() const {
   s.attempts = attempts_.load(std::memory_order_relaxed);
   s.pushbacks = pushbacks_.load(std::memory_order_relaxed);
   s.dead_letter_failures = dead_letter_failures_.load(std::memory_order_relaxed);
+  s.batches = batches_.load(std::memory_order_relaxed);
+  s.batch_messages = batch_messages_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < s.batch_size_buckets.size(); ++i) {
+    s.batch_size_buckets[i] = batch_size_buckets_[i].load(std::memory_order_relaxed);
+  }
   std::lock_guard lock(mu_);
   s.backoff_seconds = backoff_seconds_;
   s.in_retry = in_retry_;
@@ -209,6 +292,10 @@ nlohmann::json to_json(const DeliveryStats& s) {
   j["backoff_seconds"] = s.backoff_seconds;
   j["in_retry"] = s.in_retry;
   j["oldest_retry_seconds"] = s.oldest_retry_seconds;
+  if (s.batches > 0) {
+    j["batches"] = s.batches;
+    j["batch_messages"] = s.batch_messages;
+  }
   return j;
 }
 
@@ -224,6 +311,31 @@ DeliveryPipeline::Attempt callable_attempt(MessageHandler handler) {
     } catch (...) {
       return Delivery::retry("unknown exception");
     }
+  };
+}
+
+DeliveryPipeline::BatchAttempt callable_batch_attempt(BatchHandler handler) {
+  return [handler = std::move(handler)](std::span<const SourceMessage> batch) {
+    try {
+      handler(batch);
+      return Delivery::done();
+    } catch (const PermanentFailure& e) {
+      return Delivery::permanent(e.what());
+    } catch (const std::exception& e) {
+      return Delivery::retry(e.what());
+    } catch (...) {
+      return Delivery::retry("unknown exception");
+    }
+  };
+}
+
+DeliveryPipeline::BatchAttempt per_message_batch_attempt(DeliveryPipeline::Attempt attempt) {
+  return [attempt = std::move(attempt)](std::span<const SourceMessage> batch) {
+    for (const SourceMessage& m : batch) {
+      Delivery d = attempt(m);
+      if (d.result != DeliveryResult::kDone) return d;
+    }
+    return Delivery::done();
   };
 }
 

@@ -290,6 +290,14 @@ int ExecSink::children_running() const {
 }
 
 Delivery ExecSink::deliver(const SourceMessage& message) {
+  return deliver_line(exec_request_line(message));
+}
+
+Delivery ExecSink::deliver_batch(std::span<const SourceMessage> batch) {
+  return deliver_line(exec_batch_line(batch));
+}
+
+Delivery ExecSink::deliver_line(const std::string& line) {
   ThreadSlot& s = slot();
   const auto after_failure = [&](std::string error) {
     s.child.reset();
@@ -317,7 +325,7 @@ Delivery ExecSink::deliver(const SourceMessage& message) {
     }
   }
   std::string reply, error;
-  if (!s.child->exchange(exec_request_line(message), config_.timeout_seconds, reply, error)) {
+  if (!s.child->exchange(line, config_.timeout_seconds, reply, error)) {
     spdlog::warn("{}; restarting it", error);
     return after_failure(error);
   }
@@ -336,7 +344,9 @@ Delivery ExecSink::deliver(const SourceMessage& message) {
   return retry ? Delivery::retry(why, -1, true) : Delivery::permanent(why);
 }
 
-std::string exec_request_line(const SourceMessage& m) {
+namespace {
+
+nlohmann::json exec_request_json(const SourceMessage& m) {
   nlohmann::json j = {{"topic", m.topic},
                       {"partition", m.partition},
                       {"offset", m.offset},
@@ -358,7 +368,19 @@ std::string exec_request_line(const SourceMessage& m) {
   nlohmann::json headers = nlohmann::json::array();
   for (const auto& [name, value] : m.headers) headers.push_back({name, value});
   j["headers"] = std::move(headers);
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
+}
+
+}  // namespace
+
+std::string exec_request_line(const SourceMessage& m) {
+  return exec_request_json(m).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string exec_batch_line(std::span<const SourceMessage> batch) {
+  nlohmann::json lines = nlohmann::json::array();
+  for (const SourceMessage& m : batch) lines.push_back(exec_request_json(m));
+  return lines.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 bool is_valid_utf8(std::string_view s) {

@@ -11,6 +11,9 @@
 // A key or value that is not valid UTF-8 is sent base64-encoded, with "key_encoding" or
 // "value_encoding": "base64" beside it; a null key is JSON null, a missing timestamp -1.
 //
+// Batches (config "batch"; deliver_batch): one line per batch, the JSON array of the
+// messages' objects above, and one reply, as above, for the whole batch.
+//
 // The child is the worker's: it is started on the worker's first message and stopped when the
 // worker's thread ends (the pool retires a worker after its message in hand), so the number of
 // children follows the pool size. A child that exits, answers something that is not a reply,
@@ -27,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +60,8 @@ class ExecSink {
 
   // One attempt, on the calling thread's child. Never throws for what the child does.
   Delivery deliver(const SourceMessage& message);
+  // One attempt of a whole batch: one JSON array line, one reply.
+  Delivery deliver_batch(std::span<const SourceMessage> batch);
 
   int children_running() const;
   uint64_t restarts() const { return restarts_.load(); }
@@ -65,6 +71,7 @@ class ExecSink {
  private:
   struct ThreadSlot;
   ThreadSlot& slot();
+  Delivery deliver_line(const std::string& line);
 
   ExecSinkConfig config_;
   const uint64_t id_;                  // tells this sink's thread-local slots from other sinks'
@@ -76,6 +83,8 @@ class ExecSink {
 
 // The JSON line sent to an exec child for `message` (without the newline).
 std::string exec_request_line(const SourceMessage& message);
+// The JSON array line sent for a batch (without the newline).
+std::string exec_batch_line(std::span<const SourceMessage> batch);
 
 // True when `text` is valid UTF-8 (no overlong forms, no surrogates).
 bool is_valid_utf8(std::string_view text);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "controller/sinks/exec_sink.h"
 #include "policies/config_reader.h"
 
 namespace lagpilot {
@@ -261,6 +262,67 @@ Delivery HttpSink::deliver(const SourceMessage& m) {
   httplib::Result res = s.client->Post(path_, s.headers, m.value, *content_type);
   for (const auto& it : s.record) s.headers.erase(it);
   s.record.clear();
+  return classify_response(res);
+}
+
+Delivery HttpSink::deliver_batch(std::span<const SourceMessage> batch) {
+  ThreadState& s = thread_state();
+  httplib::Headers headers;
+  for (const auto& [name, value] : config_.headers) headers.emplace(name, value);
+  const std::string body = cloudevents_batch_body(batch, config_);
+  return classify_response(
+      s.client->Post(path_, headers, body, "application/cloudevents-batch+json"));
+}
+
+namespace {
+
+bool is_json_type(std::string_view content_type) {
+  const std::string_view base = content_type.substr(0, content_type.find(';'));
+  return iequals(base, "application/json") ||
+         (base.size() > 5 && iequals(base.substr(base.size() - 5), "+json"));
+}
+
+bool is_text_type(std::string_view content_type) {
+  return content_type.size() >= 5 && iequals(content_type.substr(0, 5), "text/");
+}
+
+}  // namespace
+
+std::string cloudevents_batch_body(std::span<const SourceMessage> batch,
+                                   const HttpSinkConfig& config) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const SourceMessage& m : batch) {
+    std::string content_type = "application/octet-stream";
+    for (const auto& [name, value] : m.headers) {
+      if (iequals(name, "content-type")) {
+        content_type = value;
+        break;
+      }
+    }
+    nlohmann::json e = {
+        {"specversion", "1.0"},
+        {"id", m.topic + "/" + std::to_string(m.partition) + "/" + std::to_string(m.offset)},
+        {"source", config.ce_source.empty() ? "kafka://" + m.topic : config.ce_source},
+        {"type", config.ce_type},
+        {"datacontenttype", content_type}};
+    if (m.timestamp_ms >= 0) e["time"] = rfc3339_utc(m.timestamp_ms);
+    if (m.has_key && is_valid_utf8(m.key)) e["partitionkey"] = m.key;
+    nlohmann::json data = is_json_type(content_type)
+                              ? nlohmann::json::parse(m.value, nullptr, false)
+                              : nlohmann::json(nlohmann::json::value_t::discarded);
+    if (!data.is_discarded()) {
+      e["data"] = std::move(data);
+    } else if (is_text_type(content_type) && is_valid_utf8(m.value)) {
+      e["data"] = m.value;
+    } else {
+      e["data_base64"] = base64_encode(m.value);
+    }
+    events.push_back(std::move(e));
+  }
+  return events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Delivery HttpSink::classify_response(const httplib::Result& res) {
   if (!res) {
     // httplib closes a broken connection itself; the next attempt reconnects.
     return Delivery::retry(std::string("http: ") + httplib::to_string(res.error()));

@@ -15,6 +15,15 @@
 // Responses: 2xx done; 429 and 503 retry with pushback, honouring Retry-After (seconds or an
 // HTTP date); other 4xx permanent; 5xx, other codes, timeouts and connection errors retry.
 //
+// Batches (config "batch"; deliver_batch): one POST per batch in CloudEvents structured batch
+// mode, content-type application/cloudevents-batch+json, the body a JSON array with one event
+// per record: specversion, id, source, type, time and partitionkey as the ce-* headers above
+// (partitionkey only for a UTF-8 key), datacontenttype (the record's content-type header, else
+// application/octet-stream), and the value as "data" (parsed, for a JSON content type whose
+// value parses; as a string, for a text/* type and a UTF-8 value) or else "data_base64". The
+// record's other Kafka headers are not sent; handler.headers are. The response is read as
+// above, for the whole batch.
+//
 // Connections are kept alive, one client per calling thread (each pool worker has its own, in
 // thread-local storage, so that a delivery takes no lock), with TCP_NODELAY on: without it a
 // keep-alive client waits on Nagle and delayed ACKs, about 26 ms a request. Each thread also
@@ -32,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +51,8 @@
 
 namespace httplib {
 class Client;
-}
+class Result;
+}  // namespace httplib
 
 namespace lagpilot {
 
@@ -71,6 +82,8 @@ class HttpSink {
 
   // One attempt. Never throws for what the server or the network does.
   Delivery deliver(const SourceMessage& message);
+  // One attempt of a whole batch (one POST; see the header comment).
+  Delivery deliver_batch(std::span<const SourceMessage> batch);
 
   const HttpSinkConfig& config() const { return config_; }
 
@@ -79,6 +92,7 @@ class HttpSink {
   struct ThreadStates;  // every thread's ThreadState, shared with the threads' own maps
 
   std::unique_ptr<httplib::Client> new_client() const;
+  static Delivery classify_response(const httplib::Result& res);
   ThreadState& thread_state();
 
   HttpSinkConfig config_;
@@ -93,6 +107,10 @@ class HttpSink {
 // Retry-After (RFC 9110): delay-seconds ("120") or an HTTP-date ("Wed, 21 Oct 2015 07:28:00
 // GMT"), as seconds from `now_unix_seconds` (a date in the past is 0). -1 when unparseable.
 double parse_retry_after(std::string_view value, double now_unix_seconds);
+
+// The body of a batch POST: the JSON array of structured-mode CloudEvents (header comment).
+std::string cloudevents_batch_body(std::span<const SourceMessage> batch,
+                                   const HttpSinkConfig& config);
 
 // RFC 3339 in UTC with milliseconds: "2024-05-01T12:34:56.789Z".
 std::string rfc3339_utc(int64_t unix_ms);

@@ -77,6 +77,13 @@ class Service {
   // "external" without kafka.bootstrap_servers, or an API on a non-loopback host without a
   // token.
   Service(AppConfig config, MessageHandler handler, ServiceOptions options = {});
+  // Batch delivery: `handler` gets batches of one partition's messages in offset order (the
+  // config's "batch": max_messages, max_wait_seconds, drop_last; see BatchHandler). A batch is
+  // retried, dead-lettered or dropped as a whole under the "failure" rules. Throws ConfigError
+  // ("batch") when the config has no "batch" section. (With a "batch" section and the other
+  // constructor, the http and exec sinks get batches; a MessageHandler or the synthetic
+  // handler gets the messages of each batch in turn, and a failure of one fails the batch.)
+  Service(AppConfig config, BatchHandler handler, ServiceOptions options = {});
   ~Service();  // stop()
 
   Service(const Service&) = delete;
@@ -115,6 +122,9 @@ class Service {
 
  private:
   struct Parts;  // service.cpp
+
+  Service(AppConfig config, MessageHandler handler, BatchHandler batch_handler,
+          ServiceOptions options);
 
   void tick_loop();
   void shutdown();

@@ -52,7 +52,7 @@ TEST(DeliveryMetrics, EveryFamilyIsDeclaredWithHelp) {
     EXPECT_NE(page.find("# HELP " + name + " "), std::string::npos) << name;
     EXPECT_NE(page.find("# TYPE " + name + " "), std::string::npos) << name;
   }
-  EXPECT_EQ(DeliveryMetrics::metric_names().size(), 10u);
+  EXPECT_EQ(DeliveryMetrics::metric_names().size(), 11u);
 }
 
 }  // namespace

@@ -444,5 +444,25 @@ TEST(LaneScheduler, HandlerSeesKeysValuesTimestampsAndHeaders) {
   EXPECT_EQ(seen[2].headers, (Headers{{"trace", "abc"}}));
 }
 
+// A handler that sheds a message (count_as_shed) finishes it: its offset completes, and the
+// source counts it as shed, not processed (so the processed rate is what the sink took).
+TEST(LaneScheduler, MessagesTheHandlerShedsAreCountedApartFromProcessedOnes) {
+  Fixture f(Ordering::kUnordered, 2, 1000, [](const SourceMessage& m) {
+    if (m.offset % 3 == 0) count_as_shed();
+  });
+  f.add("t", 0);
+  const std::string topic = "t", value = "v";  // (the records view them)
+  std::vector<MessageRecord> records;
+  for (int64_t o = 0; o < 30; ++o) records.push_back(record(topic, 0, o, nullptr, value));
+  f.dispatch(records);
+  ASSERT_TRUE(f.drain());
+  const SourceCounters c = f.sched->counters_snapshot();
+  EXPECT_EQ(c.shed, 10u);
+  EXPECT_EQ(c.processed, 20u);
+  EXPECT_EQ(f.sched->done_offset("t", 0), 30);
+  count_as_shed();  // outside a run: nothing counts it
+  EXPECT_EQ(f.sched->counters_snapshot().shed, 10u);
+}
+
 }  // namespace
 }  // namespace lagpilot

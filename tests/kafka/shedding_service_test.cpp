@@ -4,7 +4,8 @@
 // are shed for age and new low-priority ones for priority, new high-priority ones never. Every
 // record is either processed (the handler's ledger) or shed (the shed topic read back, with its
 // headers), the shed counts agree with lagpilot_records_shed_total and /v1/status, and the
-// decision log shows shedding start and stop.
+// decision log shows shedding start and stop. The Kafka source counts the shed records as
+// shed, not processed.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <librdkafka/rdkafka.h>
@@ -156,6 +157,7 @@ TEST(SheddingService, OnlyTheConfiguredClassesAreShedAndEveryRecordIsAccountedFo
       },
       5.0, std::chrono::milliseconds(50));
   const std::vector<std::string> events = decision_log();
+  const SourceStats source_stats = service.runtime().source().stats();
   service.stop();
   ASSERT_TRUE(finished) << "not all committed, or shedding did not start and stop; events: "
                         << events.size();
@@ -223,6 +225,10 @@ TEST(SheddingService, OnlyTheConfiguredClassesAreShedAndEveryRecordIsAccountedFo
   EXPECT_EQ(metric_value(page, "lagpilot_records_shed_total{reason=\"priority\"}"),
             static_cast<double>(shed_priority));
   EXPECT_EQ(metric_value(page, "lagpilot_shedding_active"), 0.0);
+  // The source counts shed records apart from processed ones (the processed rate is what the
+  // sink took).
+  EXPECT_EQ(source_stats.shed, shed_age + shed_priority);
+  EXPECT_EQ(source_stats.processed, processed.size());
 }
 
 }  // namespace
