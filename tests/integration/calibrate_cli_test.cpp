@@ -41,7 +41,10 @@ TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
   const nlohmann::json& cal = doc["calibration"];
   ASSERT_EQ(cal["steps"].size(), 3u) << cal.dump(2);
   const double lambda = cal["fit"]["lambda"].get<double>();
-  EXPECT_GT(lambda, 150);  // the default handler sleeps 5 ms: at most 200/s per worker
+  // The default handler takes 5 ms: at most 200/s per worker. A wide band, since a loaded
+  // machine stretches the handler (149/s was seen under a parallel build); it still catches a
+  // fit off by a factor. The accuracy goal (+-15 %) is bench/calibration_bench.cpp's.
+  EXPECT_GT(lambda, 120);
   EXPECT_LT(lambda, 230);
   EXPECT_EQ(doc["policy"]["name"], "model");
   EXPECT_DOUBLE_EQ(doc["policy"]["params"]["fit"]["lambda"].get<double>(), lambda);
