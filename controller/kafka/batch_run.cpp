@@ -194,11 +194,7 @@ void LaneScheduler::run_batch_lane(const std::shared_ptr<Lane>& lane_ptr) {
     // Outside the handler (memory): nothing of the batch ran; the lane is dropped (not
     // committed: delivered again) and the exception goes on to the pool (see run_lane).
     std::lock_guard<std::mutex> lock(mu);
-    end_run_locked(lane, begin, begin, 0);
-    lane.state = LaneState::kIdle;
-    drop_lane_locked(lane);
-    forget_lane_locked(lane);
-    drain_pending_locked();
+    abandon_run_locked(lane, begin, begin, 0);
     throw;
   }
 

@@ -388,6 +388,19 @@ int64_t LaneScheduler::end_run_locked(Lane& lane, std::size_t begin, std::size_t
 // A task shared by several lanes runs them one after another; should they take longer than
 // expected (the handler slowed down), the lanes not started by kRunBudgetSeconds get pool
 // tasks of their own, so that other workers can take them.
+// After an exception outside the handler: the run ends with what it finished (`end`; its
+// `failures` counted as failed), the rest of the lane is dropped (not committed: delivered
+// again), and the lane is forgotten, so it is neither listed as running nor left kRunning.
+void LaneScheduler::abandon_run_locked(Lane& lane, std::size_t begin, std::size_t end,
+                                       std::size_t failures) {
+  end_run_locked(lane, begin, end, failures);
+  counters.failed += failures;
+  lane.state = LaneState::kIdle;
+  drop_lane_locked(lane);
+  forget_lane_locked(lane);
+  drain_pending_locked();
+}
+
 void LaneScheduler::run_lanes(const std::vector<std::shared_ptr<Lane>>& lanes) {
   const double start = clock_.now();
   for (std::size_t i = 0; i < lanes.size(); ++i) {
@@ -521,12 +534,7 @@ void LaneScheduler::run_lane(const std::shared_ptr<Lane>& lane_ptr) {
     // exception goes on to the pool, which records it (the service then fails readiness and
     // stops).
     std::lock_guard<std::mutex> lock(mu);
-    end_run_locked(lane, begin, i, scratch.failures.size());
-    counters.failed += scratch.failures.size();
-    lane.state = LaneState::kIdle;
-    drop_lane_locked(lane);
-    forget_lane_locked(lane);
-    drain_pending_locked();
+    abandon_run_locked(lane, begin, i, scratch.failures.size());
     throw;
   }
 

@@ -347,6 +347,7 @@ class LaneScheduler : public std::enable_shared_from_this<LaneScheduler> {
   int64_t drop_lane_locked(Lane& lane);
   void flush_lane_locked(Lane& lane);
   int64_t end_run_locked(Lane& lane, std::size_t begin, std::size_t end, std::size_t failures);
+  void abandon_run_locked(Lane& lane, std::size_t begin, std::size_t end, std::size_t failures);
   void forget_lane_locked(Lane& lane);
   void recycle_locked(MessageBatch& batch);
   MessageBatch spare_batch_locked();

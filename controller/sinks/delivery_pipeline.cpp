@@ -299,33 +299,35 @@ nlohmann::json to_json(const DeliveryStats& s) {
   return j;
 }
 
+namespace {
+
+// A C++ handler's call as a Delivery: returning is done, PermanentFailure permanent, any other
+// exception a retry.
+template <typename Call>
+Delivery delivery_of(Call&& call) {
+  try {
+    call();
+    return Delivery::done();
+  } catch (const PermanentFailure& e) {
+    return Delivery::permanent(e.what());
+  } catch (const std::exception& e) {
+    return Delivery::retry(e.what());
+  } catch (...) {
+    return Delivery::retry("unknown exception");
+  }
+}
+
+}  // namespace
+
 DeliveryPipeline::Attempt callable_attempt(MessageHandler handler) {
   return [handler = std::move(handler)](const SourceMessage& m) {
-    try {
-      handler(m);
-      return Delivery::done();
-    } catch (const PermanentFailure& e) {
-      return Delivery::permanent(e.what());
-    } catch (const std::exception& e) {
-      return Delivery::retry(e.what());
-    } catch (...) {
-      return Delivery::retry("unknown exception");
-    }
+    return delivery_of([&] { handler(m); });
   };
 }
 
 DeliveryPipeline::BatchAttempt callable_batch_attempt(BatchHandler handler) {
   return [handler = std::move(handler)](std::span<const SourceMessage> batch) {
-    try {
-      handler(batch);
-      return Delivery::done();
-    } catch (const PermanentFailure& e) {
-      return Delivery::permanent(e.what());
-    } catch (const std::exception& e) {
-      return Delivery::retry(e.what());
-    } catch (...) {
-      return Delivery::retry("unknown exception");
-    }
+    return delivery_of([&] { handler(batch); });
   };
 }
 
