@@ -35,15 +35,9 @@ constexpr int kListenBacklog = 1024;
 
 // Handlers throw ApiError (api_requests.h); the dispatch wrapper turns it into {"error": {...}}.
 
-// Responses never throw on text: invalid UTF-8 (which only a query string can bring in; bodies
-// are validated by the parser) is replaced.
-std::string dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(dump(body), "application/json");
+  res.set_content(response_text(body), "application/json");
 }
 
 void send_error(httplib::Response& res, const ApiError& e) {
@@ -250,8 +244,8 @@ struct HttpApi::Impl {
                  std::unique_ptr<Policy> policy = std::move(request.policy);
                  const nlohmann::json effective = policy->params();
                  ctx.controller.set_policy(std::move(policy), ctx.clock.now());
-                 spdlog::info("http api: policy set to {} {} from {}", name, dump(effective),
-                              req.remote_addr);
+                 spdlog::info("http api: policy set to {} {} from {}", name,
+                              response_text(effective), req.remote_addr);
                  send_json(res, 200,
                            {{"policy", {{"name", name}, {"params", effective}}},
                             {"effective", "next tick"}});

@@ -6,11 +6,6 @@
 namespace lagpilot {
 namespace {
 
-// As the API's responses: invalid UTF-8 is replaced, never thrown on.
-std::string dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 nlohmann::json tick_part(ApiContext& ctx) {
   const GuardConfig g = ctx.controller.guard_config();
   const std::optional<Observation> obs = ctx.controller.last_observation();
@@ -75,6 +70,10 @@ nlohmann::json object_or_empty(const std::function<nlohmann::json()>& callback) 
 
 }  // namespace
 
+std::string response_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json decision_json(const Decision& d) {
   return {{"time", d.time},     {"policy", d.policy},   {"policy_workers", d.policy_workers},
           {"guards", d.guards}, {"workers", d.workers}, {"previous_workers", d.previous_workers},
@@ -105,7 +104,7 @@ std::vector<Member> members_of(const nlohmann::json& object) {
   std::vector<Member> members;
   members.reserve(object.size());
   for (auto it = object.begin(); it != object.end(); ++it) {
-    members.push_back({it.key(), dump(it.key()) + ":" + dump(it.value())});
+    members.push_back({it.key(), response_text(it.key()) + ":" + response_text(it.value())});
   }
   return members;  // in key order: nlohmann::json objects iterate sorted
 }
@@ -167,11 +166,11 @@ std::string StatusPublisher::text(bool operator_paused) const {
     std::lock_guard lock(mutex_);
     p = published_;
   }
-  if (!p) return dump(status_document(ctx_, operator_paused));
+  if (!p) return response_text(status_document(ctx_, operator_paused));
   const std::vector<Member> live_runtime =
       members_of<Member>(object_or_empty(ctx_.status_live_extra));
   std::vector<Member> live = members_of<Member>(live_part(ctx_, operator_paused));
-  Member runtime{"runtime", dump("runtime") + ":" + object_text(p->runtime, live_runtime)};
+  Member runtime{"runtime", response_text("runtime") + ":" + object_text(p->runtime, live_runtime)};
   live.insert(std::upper_bound(live.begin(), live.end(), runtime,
                                [](const Member& x, const Member& y) { return x.key < y.key; }),
               std::move(runtime));

@@ -31,6 +31,10 @@
 
 namespace lagpilot {
 
+// A JSON answer's text, compact. Never throws on text: invalid UTF-8 (which only a query string
+// can bring in; bodies are validated by the parser) is replaced.
+std::string response_text(const nlohmann::json& j);
+
 // One decision-log entry as the API shows it (/v1/status "last_decision", /v1/decisions).
 nlohmann::json decision_json(const Decision& d);
 // An override pin with its remaining time at `now`; null when there is none.
