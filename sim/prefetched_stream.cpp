@@ -4,11 +4,6 @@
 
 namespace lagpilot::sim {
 
-PrefetchedStream::PrefetchedStream(Producer producer) {
-  for (std::vector<double>& b : blocks_) b.resize(kBlock);
-  producer_ = std::thread([this, p = std::move(producer)] { produce(p); });
-}
-
 PrefetchedStream::PrefetchedStream(Fill fill) {
   for (std::vector<double>& b : blocks_) b.resize(kBlock);
   producer_ = std::thread([this, f = std::move(fill)] { produce_blocks(f); });
@@ -39,34 +34,6 @@ void PrefetchedStream::fetch() {
   have_block_ = true;
   at_ = blocks_[b].data();
   end_ = at_ + sizes_[b];
-}
-
-void PrefetchedStream::produce(const Producer& producer) {
-  double* block = nullptr;
-  std::size_t filled = 0;
-  const Emit emit = [&](double v) {
-    if (block == nullptr) {
-      block = acquire_block();
-      if (block == nullptr) return false;  // stopping
-      filled = 0;
-    }
-    block[filled++] = v;
-    if (filled == kBlock) {
-      publish_block(filled);
-      block = nullptr;
-    }
-    return true;
-  };
-  try {
-    producer(emit);
-    if (block != nullptr && filled > 0) publish_block(filled);
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    failure_ = std::current_exception();
-  }
-  std::lock_guard lock(mutex_);
-  finished_ = true;
-  changed_.notify_all();
 }
 
 double* PrefetchedStream::acquire_block() {

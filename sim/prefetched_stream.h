@@ -1,17 +1,16 @@
 #pragma once
 // A stream of doubles computed ahead on a second thread.
 //
-// Algorithm: a producer thread runs the function it is given, which either emits values one by
-// one in order (a Producer) or fills a whole block at a time (a Fill: one call per kBlock values,
-// so the per-value cost on the producer's side is a store, not a std::function call); they go
-// into a ring of kBlocks blocks of kBlock values, and the consumer reads them back in the same
-// order. The producer fills a free block, then publishes it; the consumer reads a
-// published block to its end, then hands it back. A block changes hands under the mutex (once per
-// kBlock values), never a single value, so the per-value cost on either side is a store or a load.
-// The producer waits while every block is full, the consumer while none is published. The
-// producer may stop emitting (its function returns) at any point; reading past the last value
-// emitted is an error (std::logic_error), as is anything the producer throws (rethrown at the
-// read that would have needed the missing values).
+// Algorithm: a producer thread runs the Fill it is given, which fills a whole block at a time
+// (one call per kBlock values, so the per-value cost on the producer's side is a store, not a
+// std::function call); the values go into a ring of kBlocks blocks of kBlock values, and the
+// consumer reads them back in the same order. The producer fills a free block, then publishes it;
+// the consumer reads a published block to its end, then hands it back. A block changes hands under
+// the mutex (once per kBlock values), never a single value, so the per-value cost on either side is
+// a store or a load. The producer waits while every block is full, the consumer while none is
+// published. The producer may stop (a short fill) at any point; reading past the last value emitted
+// is an error (std::logic_error), as is anything the producer throws (rethrown at the read that
+// would have needed the missing values).
 //
 // The simulator uses it for random streams that do not depend on what a run does (per-message
 // arrival times, per-message service times), so that a spare core draws them while the run
@@ -33,9 +32,6 @@ namespace lagpilot::sim {
 
 class PrefetchedStream {
  public:
-  // `emit(v)` returns false once the stream is being destroyed: the producer should return then.
-  using Emit = std::function<bool(double)>;
-  using Producer = std::function<void(const Emit& emit)>;
   // `fill(out, n)` writes the stream's next values to out[0, n) and returns how many it wrote;
   // fewer than n (0 included) ends the stream after them.
   using Fill = std::function<std::size_t(double* out, std::size_t n)>;
@@ -43,7 +39,6 @@ class PrefetchedStream {
   static constexpr std::size_t kBlock = 8192;  // values per block
   static constexpr std::size_t kBlocks = 8;    // blocks in the ring (512 KB in all)
 
-  explicit PrefetchedStream(Producer producer);
   explicit PrefetchedStream(Fill fill);
   PrefetchedStream(const PrefetchedStream&) = delete;
   PrefetchedStream& operator=(const PrefetchedStream&) = delete;
@@ -63,7 +58,6 @@ class PrefetchedStream {
 
  private:
   void fetch();  // hands the finished block back and waits for the next one
-  void produce(const Producer& producer);
   void produce_blocks(const Fill& fill);
   // The producer's side: waits for a free block (nullptr once stop_ is set); publishes one.
   double* acquire_block();
