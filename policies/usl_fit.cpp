@@ -9,6 +9,7 @@
 #include <string>
 
 #include "policies/infinity.h"
+#include "policies/small_ldlt.h"
 #include "policies/worker_count.h"
 
 namespace lagpilot {
@@ -108,8 +109,19 @@ Params refine(const std::vector<FitPoint>& pts, Params p, bool use_sigma, bool u
   double cost = chi_square(pts, p);
   if (!std::isfinite(cost)) return p;
   double mu = 1e-3;
+  // The matrices are allocated once per call and reused by the iterations, and the damped
+  // systems (one per damping tried, hundreds per fit) are solved by SmallLdlt: the allocations
+  // and the general LDLT's bookkeeping were most of a fit's time. The products are the same
+  // Eigen kernels as on fresh matrices and SmallLdlt rounds as Eigen's LDLT does, so the
+  // results are the same to the bit.
   Eigen::MatrixXd jac(rows, cols);
   Eigen::VectorXd res(rows);
+  Eigen::MatrixXd jtj(cols, cols);
+  Eigen::VectorXd grad(cols);
+  double damped[SmallLdlt::kMaxOrder][SmallLdlt::kMaxOrder];
+  double minus_grad[SmallLdlt::kMaxOrder];
+  double step[SmallLdlt::kMaxOrder];
+  SmallLdlt ldlt;
   for (int iter = 0; iter < 50 && cost > 0.0; ++iter) {
     for (int i = 0; i < rows; ++i) {
       const FitPoint& q = pts[i];
@@ -122,22 +134,26 @@ Params refine(const std::vector<FitPoint>& pts, Params p, bool use_sigma, bool u
       if (use_sigma) jac(i, c++) = -w * x * (q.n - 1.0) / d;
       if (use_kappa) jac(i, c++) = -w * x * q.n * (q.n - 1.0) / d;
     }
-    const Eigen::MatrixXd jtj = jac.transpose() * jac;
-    const Eigen::VectorXd grad = jac.transpose() * res;
+    jtj.noalias() = jac.transpose() * jac;
+    grad.noalias() = jac.transpose() * res;
+    for (int c = 0; c < cols; ++c) minus_grad[c] = -grad(c);
     bool improved = false;
     while (mu < 1e12) {
-      Eigen::MatrixXd damped = jtj;
-      for (int c = 0; c < cols; ++c) damped(c, c) += mu * std::max(jtj(c, c), 1e-300);
-      const Eigen::VectorXd step = damped.ldlt().solve(-grad);
-      if (!step.allFinite()) {
+      for (int i = 0; i < cols; ++i) {
+        for (int j = 0; j < cols; ++j) damped[i][j] = jtj(i, j);
+        damped[i][i] += mu * std::max(jtj(i, i), 1e-300);
+      }
+      ldlt.compute(damped, cols);
+      ldlt.solve(minus_grad, step);
+      if (!std::all_of(step, step + cols, [](double v) { return std::isfinite(v); })) {
         mu *= 4.0;
         continue;
       }
       Params next = p;
       int c = 0;
-      next.lambda = std::max(p.lambda + step(c++), p.lambda * 1e-3);
-      if (use_sigma) next.sigma = std::max(0.0, p.sigma + step(c++));
-      if (use_kappa) next.kappa = std::max(0.0, p.kappa + step(c++));
+      next.lambda = std::max(p.lambda + step[c++], p.lambda * 1e-3);
+      if (use_sigma) next.sigma = std::max(0.0, p.sigma + step[c++]);
+      if (use_kappa) next.kappa = std::max(0.0, p.kappa + step[c++]);
       const double next_cost = chi_square(pts, next);
       if (next_cost < cost) {
         const double gain = cost - next_cost;
@@ -203,6 +219,22 @@ FitResult fit_bins(const std::vector<FitPoint>& pts, const UslFitOptions& option
   // Candidates: (sigma?, kappa?) in order of complexity; the first of equal scores wins.
   constexpr std::array<std::array<bool, 2>, 4> kMasks = {
       {{false, false}, {true, false}, {false, true}, {true, true}}};
+  // The linear fits of the four column subsets, each solved once: the masks share them.
+  struct LinearStart {
+    bool solved = false, feasible = false;
+    Params params;
+    double cost = kInf;
+  };
+  std::array<LinearStart, 4> linear{};
+  auto linear_start = [&](bool s, bool k) -> const LinearStart& {
+    LinearStart& l = linear[(s ? 1 : 0) | (k ? 2 : 0)];
+    if (!l.solved) {
+      l.solved = true;
+      l.feasible = linear_fit(pts, s, k, &l.params);
+      if (l.feasible) l.cost = chi_square(pts, l.params);
+    }
+    return l;
+  };
   double best_score = kInf;
   Params best;
   int best_parameters = 0;
@@ -217,12 +249,11 @@ FitResult fit_bins(const std::vector<FitPoint>& pts, const UslFitOptions& option
       const bool k = mask[1] && (subset & 2);
       if ((subset & 1) && !mask[0]) continue;
       if ((subset & 2) && !mask[1]) continue;
-      Params candidate;
-      if (!linear_fit(pts, s, k, &candidate)) continue;
-      const double cost = chi_square(pts, candidate);
-      if (cost < start_cost) {
-        start_cost = cost;
-        start = candidate;
+      const LinearStart& candidate = linear_start(s, k);
+      if (!candidate.feasible) continue;
+      if (candidate.cost < start_cost) {
+        start_cost = candidate.cost;
+        start = candidate.params;
       }
     }
     if (!std::isfinite(start_cost)) continue;
