@@ -145,7 +145,7 @@ void add_scoreboard_references(std::vector<PolicySpec>& specs, std::vector<int>&
 CommandMain add_sim_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> traces;
-    std::vector<std::string> policies{"pid,threshold,hpa,keda,static:16,oracle"};
+    std::vector<std::string> policies{"hybrid,pid,threshold,hpa,keda,static:16,oracle"};
     std::string config_path;
     uint64_t seed = 0;
     bool seed_set = false;
