@@ -93,7 +93,7 @@ void check_config(const SimConfig& c, const char* who) {
 
 // Simulates the worker stack and the fluid lag; fills `run` (KPIs, and when given series and
 // decisions as `config` asks); without `run`, also the per-tick lag and productive counts.
-FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vector<int>& workers,
+FluidRun fluid_run(const Trace& trace, const SimConfig& config, const WorkerSchedule& workers,
                    RunResult* run, const std::string& policy_name) {
   check_trace(trace, "evaluate_fluid");
   check_config(config, "evaluate_fluid");
@@ -104,11 +104,11 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
                                 " entries, the trace has " + std::to_string(ticks) + " ticks");
   }
   int top = 0;
-  for (std::size_t k = 0; k < workers.size(); ++k) {
-    if (workers[k] < 0) {
-      throw std::invalid_argument("evaluate_fluid: workers[" + std::to_string(k) + "] < 0");
+  for (const WorkerSchedule::Run& r : workers.runs()) {
+    if (r.workers < 0) {
+      throw std::invalid_argument("evaluate_fluid: workers[" + std::to_string(r.first) + "] < 0");
     }
-    top = std::max(top, workers[k]);
+    top = std::max(top, r.workers);
   }
   std::vector<double> capacity(static_cast<std::size_t>(top) + 1);
   for (int p = 0; p <= top; ++p) capacity[p] = config.model.capacity(p);
@@ -127,8 +127,10 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
   LagQuantile p99_lag(0.99, ticks);
   double max_lag = 0.0;
   Kpis& k = out.kpis;
-  k.max_workers = workers[0];
-  int productive = workers[0];
+  WorkerSchedule::Reader schedule(workers);
+  int pool = schedule.next();
+  k.max_workers = pool;
+  int productive = pool;
   std::deque<double> warming;  // ready times, oldest first
   double lag = 0.0;
   double arrived = 0.0;
@@ -148,7 +150,8 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
     const double t0 = static_cast<double>(i) * tick;
     const double t1 = static_cast<double>(i + 1) * tick;
     if (i > 0) {
-      const int target = workers[static_cast<std::size_t>(i)];
+      pool = schedule.next();
+      const int target = pool;
       int size = productive + static_cast<int>(warming.size());
       if (target != size && run != nullptr &&
           static_cast<int>(run->decisions.size()) < config.max_decisions) {
@@ -211,7 +214,6 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vecto
     }
     p99_lag.add(std::llround(lag));
     max_lag = i == 0 ? lag : std::max(max_lag, lag);
-    const int pool = workers[static_cast<std::size_t>(i)];
     k.worker_seconds += static_cast<double>(pool) * tick;
     k.lag_integral += lag * tick;
     if (lag > slo + kLagTol) k.seconds_above_slo += tick;

@@ -49,8 +49,8 @@ void check_config(const SimConfig& c, const char* who);
 // Simulates the worker stack and the fluid lag; fills `run` (KPIs, and when given series and
 // decisions as `config` asks). Without `run` (evaluate_fluid) it also returns the per-tick lag
 // and productive counts; with it, nothing per tick (the oracle's memory does not grow with the
-// trace beyond its schedule).
-FluidRun fluid_run(const Trace& trace, const SimConfig& config, const std::vector<int>& workers,
+// trace beyond its schedule's runs).
+FluidRun fluid_run(const Trace& trace, const SimConfig& config, const WorkerSchedule& workers,
                    RunResult* run, const std::string& policy_name);
 
 }  // namespace lagpilot::sim::fluid

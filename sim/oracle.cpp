@@ -43,11 +43,11 @@ OracleResult solve_oracle(const Trace& trace, const SimConfig& config, const Gua
 }
 
 FluidRun evaluate_fluid(const Trace& trace, const SimConfig& config,
-                        const std::vector<int>& workers) {
+                        const WorkerSchedule& workers) {
   return fluid_run(trace, config, workers, nullptr, "");
 }
 
-SchedulePolicy::SchedulePolicy(std::vector<int> workers, double tick_seconds)
+SchedulePolicy::SchedulePolicy(WorkerSchedule workers, double tick_seconds)
     : workers_(std::move(workers)), tick_seconds_(tick_seconds) {
   if (workers_.empty()) throw std::invalid_argument("SchedulePolicy: empty schedule");
   if (!(tick_seconds_ > 0.0)) throw std::invalid_argument("SchedulePolicy: tick_seconds <= 0");
@@ -55,9 +55,9 @@ SchedulePolicy::SchedulePolicy(std::vector<int> workers, double tick_seconds)
 
 Proposal SchedulePolicy::decide(const Observation& obs) {
   const int64_t k = std::max<int64_t>(0, std::llround(obs.time / tick_seconds_));
-  const std::size_t i = std::min(static_cast<std::size_t>(k), workers_.size() - 1);
+  const int64_t i = std::min(k, workers_.size() - 1);
   Proposal p;
-  p.workers = workers_[i];
+  p.workers = workers_.at(i, run_);
   if (obs.explain)
     p.reason = "schedule: tick " + std::to_string(k) + " wants " + std::to_string(p.workers);
   return p;
@@ -67,7 +67,7 @@ nlohmann::json SchedulePolicy::params() const {
   return nlohmann::json{{"ticks", workers_.size()}, {"tick_seconds", tick_seconds_}};
 }
 
-RunResult replay_schedule(const Trace& trace, const std::vector<int>& workers,
+RunResult replay_schedule(const Trace& trace, const WorkerSchedule& workers,
                           const std::string& label, const GuardConfig& guards,
                           const SimConfig& config) {
   check_trace(trace, "replay_schedule");

@@ -98,6 +98,7 @@
 #include "policies/policy.h"
 #include "sim/simulation.h"
 #include "sim/trace.h"
+#include "sim/worker_schedule.h"
 
 namespace lagpilot::sim {
 
@@ -110,8 +111,9 @@ struct OracleOptions {
 };
 
 struct OracleResult {
-  // Pool size during tick k = [k T, (k+1) T), k = 0 .. K-1; workers[0] = initial_workers.
-  std::vector<int> workers;
+  // Pool size during tick k = [k T, (k+1) T), k = 0 .. K-1; workers[0] = initial_workers. Kept
+  // as runs: its memory grows with the schedule's changes, not with the trace's length.
+  WorkerSchedule workers;
   int64_t worker_ticks = 0;        // sum of workers (worker-seconds / T)
   int64_t bound_worker_ticks = 0;  // the DP's optimum; equals worker_ticks (a self-check)
   int64_t unavoidable_ticks = 0;   // ticks above the SLO even at max workers (|U|)
@@ -146,21 +148,21 @@ struct FluidRun {
   std::vector<int> productive;  // productive workers at the end of each tick (evaluate_fluid only)
   Kpis kpis;
 };
-FluidRun evaluate_fluid(const Trace& trace, const SimConfig& config,
-                        const std::vector<int>& workers);
+FluidRun evaluate_fluid(const Trace& trace, const SimConfig& config, const WorkerSchedule& workers);
 
 // A Policy that plays back a pool schedule: at the tick ending at time (k+1) T it asks for
 // workers[k+1] (the pool of the next tick); past the end it repeats the last entry. Name
 // "schedule". Not thread-safe (like every Policy).
 class SchedulePolicy : public Policy {
  public:
-  SchedulePolicy(std::vector<int> workers, double tick_seconds);
+  SchedulePolicy(WorkerSchedule workers, double tick_seconds);
   std::string name() const override { return "schedule"; }
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override;
 
  private:
-  std::vector<int> workers_;
+  WorkerSchedule workers_;
+  std::size_t run_ = 0;  // the run of the last tick asked for (WorkerSchedule::at)
   double tick_seconds_;
 };
 
@@ -168,7 +170,7 @@ class SchedulePolicy : public Policy {
 // with `config`), with guards reduced to the bounds of `guards` (no step limits, stabilization or
 // latency ceiling, which would bend the schedule). Worker-seconds equal the schedule's exactly;
 // lag KPIs include the simulator's noise.
-RunResult replay_schedule(const Trace& trace, const std::vector<int>& workers,
+RunResult replay_schedule(const Trace& trace, const WorkerSchedule& workers,
                           const std::string& label, const GuardConfig& guards,
                           const SimConfig& config);
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sim/fluid_lag.h"
+#include "sim/worker_schedule.h"
 
 namespace lagpilot::sim::fluid {
 namespace {
@@ -227,7 +228,21 @@ class OracleSolver {
   double advance(double lag, int r, int p) const {
     return map_b(p).apply(split_ ? map_a(r).apply(lag) : lag);
   }
-  double slo_of(int64_t j) const { return unavoidable_[j] ? kInf : slo_; }
+  bool unavoidable(int64_t j) const {
+    // The last run starting at or before j.
+    const auto after = std::upper_bound(
+        unavoidable_.begin(), unavoidable_.end(), j,
+        [](int64_t t, const std::pair<int64_t, int64_t>& r) { return t < r.first; });
+    return after != unavoidable_.begin() && j <= std::prev(after)->second;
+  }
+  double slo_of(int64_t j) const { return unavoidable(j) ? kInf : slo_; }
+  // p_j, written in ascending j by the forward passes; the ticks they skip (calm) are min_.
+  void set_productive(int64_t j, int p) {
+    if (j < productive_.size()) throw std::logic_error("oracle: forward pass out of order");
+    productive_.append(min_, j - productive_.size());
+    productive_.append(p);
+  }
+  WorkerSchedule pool_schedule() const;
 
   void find_unavoidable_and_calm();
   void solve_segment(int64_t s, int64_t e, int q0);
@@ -258,9 +273,12 @@ class OracleSolver {
   int initial_ = 0, min_ = 0, max_ = 0, best_ = 0, pmax_ = 0;
   std::vector<double> capacity_;
 
-  std::vector<uint8_t> unavoidable_;               // U, by tick (index 0 unused)
+  // U as [first, last] runs of ticks, ascending, and its size: the runs are few (overloads),
+  // the ticks many.
+  std::vector<std::pair<int64_t, int64_t>> unavoidable_;
+  int64_t unavoidable_ticks_ = 0;
   std::vector<std::pair<int64_t, int64_t>> calm_;  // [first, last] ticks at min_workers, lag 0
-  std::vector<int> productive_;                    // p^b by tick (index 0: initial)
+  WorkerSchedule productive_;                      // p^b by tick j = 0 .. K (0: initial)
 
   // Per segment.
   std::vector<double> lag_lo_, lag_hi_;  // bounds of any allowed lag at t_{s-1+i}
@@ -284,8 +302,10 @@ class OracleSolver {
 };
 
 void OracleSolver::find_unavoidable_and_calm() {
-  unavoidable_.assign(static_cast<std::size_t>(ticks_) + 1, 0);
+  unavoidable_.clear();
+  unavoidable_ticks_ = 0;
   calm_.clear();
+  bool unavoidable_before = false;  // tick j - 1 in U (tick 0 is not)
   double best_lag = 0.0;  // with every worker the oracle may use: pointwise the smallest lag
   int best_q = initial_;
   double max_lag = 0.0;  // with the fewest workers, capped at the SLO: the largest allowed lag
@@ -310,14 +330,24 @@ void OracleSolver::find_unavoidable_and_calm() {
     const int pb = r.grow ? r.b_hi : std::min(best_q, r.b_hi);
     best_lag = advance(best_lag, std::min(best_q, pb), pb);
     best_q = pb;
-    unavoidable_[j] = best_lag > slo_ + kLagTol ? 1 : 0;
+    const bool in_u = best_lag > slo_ + kLagTol;
+    if (in_u) {
+      if (unavoidable_before) {
+        unavoidable_.back().second = j;
+      } else {
+        unavoidable_.emplace_back(j, j);
+      }
+      ++unavoidable_ticks_;
+    }
+    const bool u_before = unavoidable_before;
+    unavoidable_before = in_u;
     const double before = max_lag;
-    max_lag = std::min(slo_of(j), advance(max_lag, r.a_lo, r.b_lo));
+    max_lag = std::min(in_u ? kInf : slo_, advance(max_lag, r.a_lo, r.b_lo));
     if (!options_.split_at_calm) continue;
-    const bool calm = j >= j0_ + 1 && !unavoidable_[j] && max_rate_of(a_pieces_) <= calm_capacity &&
+    const bool calm = j >= j0_ + 1 && !in_u && max_rate_of(a_pieces_) <= calm_capacity &&
                       max_rate_of(b_pieces_) <= calm_capacity;
     if (calm) {
-      if (!in_run && !unavoidable_[j - 1]) {
+      if (!in_run && !u_before) {
         in_run = true;
         run_start = j;
         drained_at = -1;
@@ -426,7 +456,7 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
                              std::to_string(lag_) + ", productive " + std::to_string(q_) + ")");
     }
     path_cost_ += best_p + static_cast<int64_t>(m_) * (best_p - std::min(q_, best_p));
-    productive_[static_cast<std::size_t>(j)] = best_p;
+    set_productive(j, best_p);
     q_ = best_p;
     lag_ = best_lag;
   }
@@ -511,8 +541,8 @@ void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
 
 OracleResult OracleSolver::solve() {
   find_unavoidable_and_calm();
-  productive_.assign(static_cast<std::size_t>(ticks_) + 1, min_);
-  productive_[0] = initial_;
+  productive_ = WorkerSchedule();
+  productive_.append(initial_);
   g_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   y_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   objective_ = 0;
@@ -538,21 +568,44 @@ OracleResult OracleSolver::solve() {
   result.bound_worker_ticks = objective_;
   result.mean_levels = level_count_ > 0 ? double(level_sum_) / double(level_count_) : 0.0;
   result.max_levels = level_max_;
-  for (int64_t j = 1; j <= ticks_; ++j) result.unavoidable_ticks += unavoidable_[j];
-
-  // Pool schedule: n_j = max(min_workers, p_j .. p_{j+m}) for j >= 2 (the workers warming for the
-  // next m ticks are in the pool), n_1 = initial. Sliding-window maximum, right to left.
-  result.workers.assign(static_cast<std::size_t>(ticks_), 0);
-  std::deque<int64_t> window;  // ticks with decreasing productive counts
-  for (int64_t j = ticks_; j >= 1; --j) {
-    while (!window.empty() && productive_[window.back()] <= productive_[j]) window.pop_back();
-    window.push_back(j);
-    while (window.front() > j + m_) window.pop_front();
-    const int n = j == 1 ? initial_ : std::max(min_, productive_[window.front()]);
-    result.workers[static_cast<std::size_t>(j - 1)] = n;
+  result.unavoidable_ticks = unavoidable_ticks_;
+  productive_.append(min_, ticks_ + 1 - productive_.size());  // calm to the end
+  result.workers = pool_schedule();
+  const auto& runs = result.workers.runs();
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    result.worker_ticks +=
+        static_cast<int64_t>(runs[r].workers) * static_cast<int64_t>(result.workers.length(r));
   }
-  for (const int n : result.workers) result.worker_ticks += n;
   return result;
+}
+
+// Pool schedule: n_j = max(min_workers, p_j .. p_{j+m}) for j >= 2 (the workers warming for the
+// next m ticks are in the pool), n_1 = initial; workers[j - 1] = n_j. A sliding-window maximum
+// over the runs of p: the maximum changes only where a run enters the window (at its first tick
+// - m) or the run holding it leaves (after its last tick), so the work is per run, not per tick.
+WorkerSchedule OracleSolver::pool_schedule() const {
+  WorkerSchedule pool;
+  pool.append(initial_);  // n_1
+  const auto& runs = productive_.runs();
+  auto last_of = [&](std::size_t r) {
+    return runs[r].first + static_cast<int64_t>(productive_.length(r)) - 1;
+  };
+  std::deque<std::size_t> window;  // runs in the window, decreasing counts (front: the maximum)
+  std::size_t entering = 0;        // the next run to enter
+  for (int64_t j = 2; j <= ticks_;) {
+    for (; entering < runs.size() && runs[entering].first <= j + m_; ++entering) {
+      while (!window.empty() && runs[window.back()].workers <= runs[entering].workers) {
+        window.pop_back();
+      }
+      window.push_back(entering);
+    }
+    while (last_of(window.front()) < j) window.pop_front();
+    int64_t until = std::min(ticks_, last_of(window.front()));  // the maximum's run leaves after
+    if (entering < runs.size()) until = std::min(until, runs[entering].first - m_ - 1);
+    pool.append(std::max(min_, runs[window.front()].workers), until - j + 1);
+    j = until + 1;
+  }
+  return pool;
 }
 
 }  // namespace

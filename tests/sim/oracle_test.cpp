@@ -83,7 +83,7 @@ BruteForce brute_force(const Trace& trace, const SimConfig& config, int min_w, i
   w[0] = config.initial_workers;
   BruteForce best;
   for (;;) {
-    const FluidRun r = evaluate_fluid(trace, config, w);
+    const FluidRun r = evaluate_fluid(trace, config, WorkerSchedule::from_vector(w));
     const int64_t above = ticks_above(r, config);
     const int64_t cost = sum(w);
     if (above < best.above || (above == best.above && cost < best.cost)) best = {above, cost};
@@ -150,7 +150,7 @@ TEST(Oracle, MatchesBruteForceOnTinyTraces) {
     // The schedule itself achieves it in the independent fluid evaluator.
     const FluidRun check = evaluate_fluid(t, c, o.workers);
     EXPECT_EQ(ticks_above(check, c), want.above);
-    for (std::size_t k = 1; k < o.workers.size(); ++k) {
+    for (int64_t k = 1; k < o.workers.size(); ++k) {
       EXPECT_GE(o.workers[k], min_w);
       EXPECT_LE(o.workers[k], max_w);
     }
@@ -176,7 +176,7 @@ TEST(Oracle, HandComputedWarmup) {
   const OracleResult o = solve_oracle(t, c, bounds(1, 10));
   std::vector<int> want(20, 4);
   std::fill(want.begin(), want.begin() + 7, 1);
-  EXPECT_EQ(o.workers, want);
+  EXPECT_EQ(o.workers.to_vector(), want);
   EXPECT_EQ(o.worker_ticks, 7 * 1 + 13 * 4);
   EXPECT_TRUE(o.feasible());
   EXPECT_EQ(o.warmup_ticks, 3);
@@ -191,7 +191,7 @@ TEST(Oracle, HandComputedWarmup) {
   c.model.warmup_seconds = 0.0;
   const OracleResult instant = solve_oracle(t, c, bounds(1, 10));
   std::fill(want.begin(), want.begin() + 10, 1);
-  EXPECT_EQ(instant.workers, want);
+  EXPECT_EQ(instant.workers.to_vector(), want);
   EXPECT_EQ(instant.worker_ticks, 10 + 10 * 4);
 
   // A warm-up of 2.5 s: workers added at t = 7 are productive from 9.5, those added at t = 8
@@ -204,7 +204,7 @@ TEST(Oracle, HandComputedWarmup) {
   std::fill(want.begin(), want.end(), 4);
   std::fill(want.begin(), want.begin() + 7, 1);
   want[7] = 3;
-  EXPECT_EQ(half.workers, want);
+  EXPECT_EQ(half.workers.to_vector(), want);
   EXPECT_EQ(half.worker_ticks, 58);
   EXPECT_EQ(evaluate_fluid(t, c, half.workers).kpis.seconds_above_slo, 0.0);
   EXPECT_EQ(half.warmup_ticks, 2);
@@ -257,18 +257,20 @@ TEST(Oracle, NoCheaperScheduleNearTheOptimumIsFeasible) {
   ASSERT_TRUE(o.feasible());
   expect_self_consistent(o, t, c);
   int checked = 0;
-  for (std::size_t k = 1; k < o.workers.size(); ++k) {
-    if (o.workers[k] <= g.min_workers) continue;
-    std::vector<int> cheaper = o.workers;
+  const std::vector<int> schedule = o.workers.to_vector();
+  for (std::size_t k = 1; k < schedule.size(); ++k) {
+    if (schedule[k] <= g.min_workers) continue;
+    std::vector<int> cheaper = schedule;
     --cheaper[k];
-    EXPECT_GT(ticks_above(evaluate_fluid(t, c, cheaper), c), 0) << "tick " << k;
+    EXPECT_GT(ticks_above(evaluate_fluid(t, c, WorkerSchedule::from_vector(cheaper)), c), 0)
+        << "tick " << k;
     ++checked;
   }
   EXPECT_GT(checked, 60);
   // And the oracle scaled up ahead of the burst (warm-up) and back down after it.
-  const int peak = *std::max_element(o.workers.begin(), o.workers.end());
+  const int peak = *std::max_element(schedule.begin(), schedule.end());
   EXPECT_GT(peak, 8);
-  EXPECT_EQ(o.workers.back(), g.min_workers);
+  EXPECT_EQ(schedule.back(), g.min_workers);
 }
 
 TEST(Oracle, WarmupIsHonouredAndCosts) {
@@ -285,10 +287,11 @@ TEST(Oracle, WarmupIsHonouredAndCosts) {
     ASSERT_TRUE(o.feasible());
     expect_self_consistent(o, t, c);
     EXPECT_GE(o.worker_ticks, previous);  // a longer warm-up never makes it cheaper
-    const auto rise = std::find_if(o.workers.begin() + 1, o.workers.end(),
-                                   [&](int n) { return n > o.workers[0]; });
-    ASSERT_NE(rise, o.workers.end());
-    const int first_rise = static_cast<int>(rise - o.workers.begin());
+    const std::vector<int> schedule = o.workers.to_vector();
+    const auto rise =
+        std::find_if(schedule.begin() + 1, schedule.end(), [&](int n) { return n > schedule[0]; });
+    ASSERT_NE(rise, schedule.end());
+    const int first_rise = static_cast<int>(rise - schedule.begin());
     // The burst starts at t = 120; workers are useful only once productive, so the first rise
     // comes no earlier than needed: within warm-up + a little of the burst's start.
     EXPECT_GE(first_rise, 120 - static_cast<int>(warmup) - 1);
@@ -387,8 +390,9 @@ TEST(Oracle, LowerBoundOfEveryPolicy) {
       }
       std::vector<int> schedule(r.series.size());
       for (std::size_t i = 0; i < r.series.size(); ++i) schedule[i] = r.series[i].workers;
-      ASSERT_EQ(schedule.size(), o.workers.size());
-      if (evaluate_fluid(cs.trace, c, schedule).kpis.seconds_above_slo == 0.0) {
+      ASSERT_EQ(static_cast<int64_t>(schedule.size()), o.workers.size());
+      if (evaluate_fluid(cs.trace, c, WorkerSchedule::from_vector(schedule))
+              .kpis.seconds_above_slo == 0.0) {
         ++fluid_feasible;
         EXPECT_GE(sum(schedule), o.worker_ticks);
       }
@@ -396,6 +400,22 @@ TEST(Oracle, LowerBoundOfEveryPolicy) {
   }
   EXPECT_GE(within_slo, 6);  // the property was exercised
   EXPECT_GE(fluid_feasible, 6);
+}
+
+TEST(Oracle, AScheduleOfAMonthIsKeptAsItsChanges) {
+  // 30 days of one-second ticks, quiet but for one burst an hour: the schedule's memory is its
+  // runs (a few per burst), not 2.6 M ticks.
+  Trace t;
+  t.source = "month";
+  t.bin_seconds = 60.0;
+  for (int minute = 0; minute < 30 * 24 * 60; ++minute)
+    t.rates.push_back(minute % 60 == 30 ? 1500.0 : 100.0);
+  SimConfig c;
+  const OracleResult o = solve_oracle(t, c, GuardConfig{});
+  ASSERT_EQ(o.workers.size(), 30 * 24 * 3600);
+  EXPECT_LT(o.workers.runs().size(), 30u * 24u * 20u);
+  EXPECT_GT(o.workers.runs().size(), 30u * 24u);  // it does scale for each burst
+  EXPECT_EQ(o.worker_ticks, o.bound_worker_ticks);
 }
 
 TEST(Oracle, ReplayThroughTheSimulator) {
@@ -413,7 +433,7 @@ TEST(Oracle, ReplayThroughTheSimulator) {
   // Same arrivals as any policy in the simulator; lag close to the fluid's (noise only).
   EXPECT_EQ(replay.kpis.arrived, simulate(t, parse_policy_spec("static:16"), g, c).kpis.arrived);
   EXPECT_LT(replay.kpis.max_lag, 4000 + 1500);
-  EXPECT_THROW(replay_schedule(t, {4, 4}, "x", g, c), std::invalid_argument);
+  EXPECT_THROW(replay_schedule(t, WorkerSchedule{4, 4}, "x", g, c), std::invalid_argument);
 }
 
 TEST(Oracle, SeriesAndDecisionsLikeTheSimulator) {
@@ -509,7 +529,7 @@ TEST(Oracle, RejectsBadInput) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("capacity falls"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(evaluate_fluid(t, c, {4, 4}), std::invalid_argument);
+  EXPECT_THROW(evaluate_fluid(t, c, WorkerSchedule{4, 4}), std::invalid_argument);
 }
 
 }  // namespace
