@@ -52,7 +52,7 @@ Eigen::MatrixXd damped_normal_matrix(std::mt19937_64& rng, int n) {
 TEST(SmallLdlt, SolvesRandomDampedSystemsToTheBitAsEigen) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  for (int trial = 0; trial < 20000; ++trial) {
+  for (int trial = 0; trial < 6000; ++trial) {
     const int n = 1 + trial % 3;
     const Eigen::MatrixXd a = damped_normal_matrix(rng, n);
     Eigen::VectorXd b(n);
@@ -65,7 +65,7 @@ TEST(SmallLdlt, SolvesRandomDampedSystemsToTheBitAsEigen) {
 TEST(SmallLdlt, AgreesWithEigenOnIndefiniteAndPivotingSystems) {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> unit(-10.0, 10.0);
-  for (int trial = 0; trial < 20000; ++trial) {
+  for (int trial = 0; trial < 6000; ++trial) {
     const int n = 1 + trial % 3;
     Eigen::MatrixXd a(n, n);
     for (int i = 0; i < n; ++i) {
@@ -81,7 +81,7 @@ TEST(SmallLdlt, AgreesWithEigenOnIndefiniteAndPivotingSystems) {
 TEST(SmallLdlt, BreaksPivotTiesAsEigenDoes) {
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  for (int trial = 0; trial < 20000; ++trial) {
+  for (int trial = 0; trial < 6000; ++trial) {
     const int n = 2 + trial % 2;
     const double diagonal = 1.0 + std::abs(unit(rng));  // equal magnitudes on the diagonal
     Eigen::MatrixXd a(n, n);
