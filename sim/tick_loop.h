@@ -68,10 +68,11 @@ class ObservationBuilder {
     obs.time = now;
     obs.total_lag = lag;
     obs.arrival_rate = window > 0 ? static_cast<double>(arrived - previous_arrived_) / window : 0;
-    // Shed messages count as finished, as the live Kafka source counts them (docs/pipeline.md).
-    const int64_t finished = m.processed + m.shed;
+    // The work done: shed messages leave the lag but took no worker time, so they are not in
+    // the rate (the live runtime counts them apart too), which the policies and pacing read as
+    // the pool's throughput.
     obs.processed_rate =
-        window > 0 ? static_cast<double>(finished - previous_processed_) / window : 0;
+        window > 0 ? static_cast<double>(m.processed - previous_processed_) / window : 0;
     obs.lag_slope = window > 0 ? static_cast<double>(lag - previous_lag_) / window : 0;
     obs.latency_p50 = m.latency_p50;
     obs.latency_p99 = m.latency_p99;
@@ -85,7 +86,7 @@ class ObservationBuilder {
     obs.explain = explain;
     previous_time_ = now;
     previous_arrived_ = arrived;
-    previous_processed_ = finished;
+    previous_processed_ = m.processed;
     previous_lag_ = lag;
     return obs;
   }
