@@ -136,7 +136,7 @@ nlohmann::json kpis_row_json(const sim::RunResult& run, const sim::ObjectiveWeig
 
 CommandMain add_tune_command(CLI::App& app) {
   struct Options {
-    std::string policy = "pid";
+    std::string policy = "hybrid";  // the default policy of `run`
     std::vector<std::string> train, test;
     std::string strategy = "random";
     int budget = 100;
