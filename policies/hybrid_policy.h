@@ -56,6 +56,18 @@ struct HybridParams {
   // capacity, or the fast average plus the backlog term exceeds it by this fraction, >= 0: a
   // short spike is left to the lag allowance, a jump is answered within seconds.
   double burst_margin = 0.2;
+  // A burst is also seen in the raw rate: when this tick's and the previous tick's arrival rates
+  // both exceed (1 + raw_burst_margin) x capacity, the lower of the two stands in for the fast
+  // average in the burst test (>= 0): a jump to several times the capacity is answered on its
+  // second tick, not after the fast average has caught up (three to five ticks, each building
+  // a tick of lag that a burst near the capacity of max_workers carries to the SLO).
+  double raw_burst_margin = 1.0;
+  // Gap hold: a scale-up that reverses a scale-down within reversal_window_seconds (> 0) says
+  // the load came back after a gap; the next scale-down then waits until its surplus has lasted
+  // as long as that gap, at most gap_hold_seconds (>= 0; 0: off), so a load that returns after
+  // gaps of that length is held through the next one instead of shed and bought back.
+  double reversal_window_seconds = 300.0;
+  double gap_hold_seconds = 90.0;
   // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
   // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
   // the cap, fit for a seed curve); its sizing keys are rejected here.
@@ -143,9 +155,15 @@ class HybridPolicy : public Policy {
   double surplus_ = 0.0;  // worker-seconds, see the class comment
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;
-  bool last_change_up_ = true;  // the direction of the pool's last change
-  int own_ = 0;                 // the last size the policy proposed (0: none yet)
-  bool was_pinned_ = false;     // Observation::pinned at the previous tick
+  bool last_change_up_ = true;     // the direction of the pool's last change
+  double last_change_time_ = 0.0;  // when the pool last changed (valid once it has)
+  bool changed_ = false;           // the pool has changed at least once
+  double hold_ = 0.0;              // seconds the next scale-down's surplus must last
+  double surplus_since_ = 0.0;     // when the current surplus began
+  bool in_surplus_ = false;        // surplus_since_ is set
+  double prev_arrival_ = 0.0;      // the previous tick's arrival rate
+  int own_ = 0;                    // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;        // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;
