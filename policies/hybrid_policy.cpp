@@ -145,11 +145,12 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     in_surplus_ = false;
     if (last_pool_ >= 0) {
       const bool up = current > last_pool_;
-      // A scale-up soon after a scale-down: the load came back after a gap this long, and the
-      // next scale-down holds for it (the gap hold). Any scale-down spends the hold.
+      // A scale-up soon after a scale-down: the load came back after a gap that began when the
+      // shed surplus did, and the next scale-down holds for as long (the gap hold). Any
+      // scale-down spends the hold.
       if (up && changed_ && !last_change_up_ &&
           last_time_ - last_change_time_ <= params_.reversal_window_seconds) {
-        hold_ = std::min(last_time_ - last_change_time_, params_.gap_hold_seconds);
+        hold_ = std::min(last_time_ - shed_since_, params_.gap_hold_seconds);
       }
       if (!up) hold_ = 0.0;
       last_change_up_ = up;
@@ -177,6 +178,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
   const bool burst = fast_over && lag_ahead >= params_.burst_lag;
+  // A jump far above capacity builds lag_ahead before new workers start: its step is sized to
+  // drain that (not only today's lag) within catch_up_seconds, or a second step follows.
+  const double backlog_ahead =
+      std::max(0.0, lag_ahead - params_.lag_allowance) / params_.catch_up_seconds;
   // The level must clear capacity by level_margin, and right after a scale-down (which a
   // level-triggered scale-up would reverse) by reversal_margin more: a real rise shows there, or
   // as lag in the backlog term.
@@ -194,7 +199,8 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     // steps after it; the lower of two ticks, not this tick's alone, so that one tick's noise on
     // top of a rise does not size the step (the surplus it leaves costs worker-seconds until a
     // scale-down pays for itself).
-    const double sizing = (burst ? std::max({rate_slow_, rate_fast_, raw}) : rate_slow_) + backlog;
+    const double sizing = (burst ? std::max({rate_slow_, rate_fast_, raw}) : rate_slow_) +
+                          (burst && raw_over ? backlog_ahead : backlog);
     const double need = workers_for(sizing / params_.target_utilization);
     up_target_ =
         std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9))) : ceiling;
@@ -235,6 +241,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     if (pending_down_ == 0 && down_target_ < current && !held &&
         surplus_ >= params_.scale_down_cost) {
       pending_down_ = down_target_;
+      shed_since_ = surplus_since_;
     }
     if (pending_down_ > 0) target = pending_down_;
     if (obs.explain) {
