@@ -179,7 +179,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
   const bool burst = fast_over && lag_ahead >= params_.burst_lag;
   // A jump far above capacity builds lag_ahead before new workers start: its step is sized to
-  // drain that (not only today's lag) within catch_up_seconds, or a second step follows.
+  // drain that (not only the current lag) within catch_up_seconds, or a second step follows.
   const double backlog_ahead =
       std::max(0.0, lag_ahead - params_.lag_allowance) / params_.catch_up_seconds;
   // The level must clear capacity by level_margin, and right after a scale-down (which a
