@@ -57,6 +57,10 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("burst_horizon_seconds", p.burst_horizon_seconds, 0.0, 86400.0);
   r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
   r.read("burst_margin", p.burst_margin, 0.0, 10.0);
+  r.read("raw_burst_margin", p.raw_burst_margin, 0.0, 100.0);
+  r.read("reversal_window_seconds", p.reversal_window_seconds, 0.0, 86400.0);
+  require_positive(r, "reversal_window_seconds", p.reversal_window_seconds);
+  r.read("gap_hold_seconds", p.gap_hold_seconds, 0.0, 86400.0);
   if (const nlohmann::json* model = r.raw("model")) {
     if (model->is_object()) {
       for (const char* key : kModelSizingKeys) {
@@ -86,6 +90,9 @@ nlohmann::json HybridParams::to_json() const {
           {"burst_horizon_seconds", burst_horizon_seconds},
           {"scale_down_lag_fraction", scale_down_lag_fraction},
           {"burst_margin", burst_margin},
+          {"raw_burst_margin", raw_burst_margin},
+          {"reversal_window_seconds", reversal_window_seconds},
+          {"gap_hold_seconds", gap_hold_seconds},
           {"model", learner_json(model.to_json())}};
 }
 
@@ -135,7 +142,21 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   // A resize (ours, a guard's or an operator's) starts a new dwell: the surplus is of this pool.
   if (current != last_pool_) {
     surplus_ = 0.0;
-    if (last_pool_ >= 0) last_change_up_ = current > last_pool_;
+    in_surplus_ = false;
+    if (last_pool_ >= 0) {
+      const bool up = current > last_pool_;
+      // A scale-up soon after a scale-down: the load came back after a gap that began when the
+      // shed surplus did, and the next scale-down holds for as long (the gap hold). Any
+      // scale-down spends the hold.
+      if (up && changed_ && !last_change_up_ &&
+          last_time_ - last_change_time_ <= params_.reversal_window_seconds) {
+        hold_ = std::min(last_time_ - shed_since_, params_.gap_hold_seconds);
+      }
+      if (!up) hold_ = 0.0;
+      last_change_up_ = up;
+      last_change_time_ = last_time_;
+      changed_ = true;
+    }
   }
   last_pool_ = current;
 
@@ -147,9 +168,20 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   const bool known = learner_.fitted().valid;
   // A burst that the lag buffer absorbs (the lag it would build within burst_horizon_seconds
   // stays under burst_lag) is no reason to scale: it is left to the level and backlog terms.
-  const bool fast_over = rate_fast_ + backlog > capacity_ * (1.0 + params_.burst_margin);
-  const double lag_ahead = lag + (rate_fast_ - capacity_) * params_.burst_horizon_seconds;
+  // The raw rate of the last two ticks: a jump seen twice, which the averages take several ticks
+  // to follow. It counts as a burst only far above capacity (raw_burst_margin), where no noise
+  // reaches.
+  const double raw = std::min(arrival, prev_arrival_);
+  prev_arrival_ = arrival;
+  const bool raw_over = raw > capacity_ * (1.0 + params_.raw_burst_margin);
+  const double fast = raw_over ? std::max(rate_fast_, raw) : rate_fast_;
+  const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
+  const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
   const bool burst = fast_over && lag_ahead >= params_.burst_lag;
+  // A jump far above capacity builds lag_ahead before new workers start: its step is sized to
+  // drain that (not only the current lag) within catch_up_seconds, or a second step follows.
+  const double backlog_ahead =
+      std::max(0.0, lag_ahead - params_.lag_allowance) / params_.catch_up_seconds;
   // The level must clear capacity by level_margin, and right after a scale-down (which a
   // level-triggered scale-up would reverse) by reversal_margin more: a real rise shows there, or
   // as lag in the backlog term.
@@ -162,15 +194,19 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   std::string why;
   if (known && overloaded) {
     // A level above capacity is sized on the level: its noise is the lag allowance's to absorb.
-    // A burst is sized on the fast average or this tick's rate, whichever is higher: after a
-    // jump the averages lag behind, and a step sized on them would need more steps after it.
-    const double sizing =
-        (burst ? std::max({rate_slow_, rate_fast_, arrival}) : rate_slow_) + backlog;
+    // A burst is sized on the fast average or the raw rate of the last two ticks, whichever is
+    // higher: after a jump the averages lag behind, and a step sized on them would need more
+    // steps after it; the lower of two ticks, not this tick's alone, so that one tick's noise on
+    // top of a rise does not size the step (the surplus it leaves costs worker-seconds until a
+    // scale-down pays for itself).
+    const double sizing = (burst ? std::max({rate_slow_, rate_fast_, raw}) : rate_slow_) +
+                          (burst && raw_over ? backlog_ahead : backlog);
     const double need = workers_for(sizing / params_.target_utilization);
     up_target_ =
         std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9))) : ceiling;
     target = up_target_;
     surplus_ = 0.0;
+    in_surplus_ = false;
     pending_down_ = 0;
     if (obs.explain) {
       why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) + "/s above capacity " +
@@ -189,14 +225,23 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     // too large for as long as the noise touches the boundary. A backlog resets it.
     if (draining) {
       surplus_ = 0.0;
+      in_surplus_ = false;
     } else if (down_target_ < current) {
+      if (!in_surplus_) surplus_since_ = last_time_;
+      in_surplus_ = true;
       surplus_ += (current - down_target_) * dt;
     }
+    // The gap hold: after a scale-up that reversed a scale-down, the surplus must also last as
+    // long as the gap did before the next scale-down (a burst back after the same gap finds the
+    // pool still there).
+    const bool held = in_surplus_ && last_time_ - surplus_since_ < hold_;
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
     // reaches it (the guards' stabilization window passes only a lasting recommendation, and a
     // target that followed the falling rate tick by tick would come out as many small steps).
-    if (pending_down_ == 0 && down_target_ < current && surplus_ >= params_.scale_down_cost) {
+    if (pending_down_ == 0 && down_target_ < current && !held &&
+        surplus_ >= params_.scale_down_cost) {
       pending_down_ = down_target_;
+      shed_since_ = surplus_since_;
     }
     if (pending_down_ > 0) target = pending_down_;
     if (obs.explain) {
@@ -204,6 +249,9 @@ Proposal HybridPolicy::decide(const Observation& obs) {
             std::to_string(current);
       if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
+      } else if (down_target_ < current && held && surplus_ >= params_.scale_down_cost) {
+        why += ": hold (gap hold: the load came back after " + fixed(hold_, 0) +
+               " s last time; surplus for " + fixed(last_time_ - surplus_since_, 0) + " s)";
       } else if (down_target_ < current) {
         why += draining ? ": hold (lag " + std::to_string(obs.total_lag) + " still draining)"
                         : ": hold (" + fixed(surplus_, 0) + " of " + num(params_.scale_down_cost) +
@@ -234,11 +282,12 @@ Proposal HybridPolicy::decide(const Observation& obs) {
 }
 
 nlohmann::json HybridPolicy::state() const {
-  return {
-      {"rate_fast", rate_fast_}, {"rate_slow", rate_slow_},           {"demand", demand_},
-      {"capacity", capacity_},   {"up_target", up_target_},           {"down_target", down_target_},
-      {"surplus", surplus_},     {"pending_down", pending_down_},     {"cap", finite_or_null(cap_)},
-      {"workers", workers_},     {"fit", learner_.fitted().to_json()}};
+  return {{"rate_fast", rate_fast_}, {"rate_slow", rate_slow_},
+          {"demand", demand_},       {"capacity", capacity_},
+          {"up_target", up_target_}, {"down_target", down_target_},
+          {"surplus", surplus_},     {"pending_down", pending_down_},
+          {"gap_hold", hold_},       {"cap", finite_or_null(cap_)},
+          {"workers", workers_},     {"fit", learner_.fitted().to_json()}};
 }
 
 }  // namespace lagpilot

@@ -56,6 +56,21 @@ struct HybridParams {
   // capacity, or the fast average plus the backlog term exceeds it by this fraction, >= 0: a
   // short spike is left to the lag allowance, a jump is answered within seconds.
   double burst_margin = 0.2;
+  // A burst is also seen in the raw rate r_raw, the lower of this tick's and the previous tick's
+  // arrival rates: when r_raw exceeds (1 + raw_burst_margin) x capacity (>= 0), it stands in
+  // for the fast average in the burst test, and the step is sized to drain the lag the burst
+  // would build within burst_horizon_seconds. A jump to several times the capacity is then
+  // answered on its second tick, not after the fast average has caught up three to five ticks
+  // later, and in one step (each tick of delay is lag that a burst near the capacity of
+  // max_workers carries to the SLO). The margin keeps the rate's noise out of it.
+  double raw_burst_margin = 1.0;
+  // Gap hold: a scale-up that reverses a scale-down within reversal_window_seconds (> 0) says
+  // the load came back after a gap (from when the shed surplus began to the scale-up). The next
+  // scale-down then also waits until its surplus has lasted as long as that gap, at most
+  // gap_hold_seconds (>= 0; 0: off): a load whose bursts return after gaps of that length is
+  // held through the next one instead of shed and bought back (two reversals).
+  double reversal_window_seconds = 300.0;
+  double gap_hold_seconds = 120.0;
   // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
   // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
   // the cap, fit for a seed curve); its sizing keys are rejected here.
@@ -80,14 +95,21 @@ struct HybridParams {
 //   backlog  B = max(0, lag - lag_allowance) / catch_up_seconds
 //   level    D = r_slow + B > (1 + level_margin) X(current)          -> sized on D
 //            (+ reversal_margin when the pool's last change was a scale-down)
-//   burst    r_fast + B > (1 + burst_margin) X(current)              -> sized on max(r_slow,
-//            and lag + (r_fast - X(current)) x burst_horizon_seconds     r_fast, this tick's
-//                >= burst_lag                                            rate) + B
+//   burst    f + B > (1 + burst_margin) X(current)                   -> sized on max(r_slow,
+//            and lag_ahead = lag + (f - X(current)) x                    r_fast, r_raw) + B
+//                burst_horizon_seconds >= burst_lag                      (+ B of lag_ahead
+//            with f = r_fast, or r_raw when r_raw > (1 +                 instead of lag when
+//                raw_burst_margin) X(current) (a raw burst)              a raw burst)
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
+// r_raw, the lower of the last two ticks' rates, sees a jump on its second tick and ignores one
+// tick's noise: a jump far above capacity is answered before the averages move (a raw burst),
+// and in one step, sized for the lag it builds while the new workers start; a burst's step is
+// not sized on a single noisy tick (the surplus that leaves costs worker-seconds until a
+// scale-down has paid for itself).
 // The trigger is beyond the capacity, not inside the headroom: there the rate's noise would
 // trigger a scale-up that a scale-down must then undo (a reversal); a real overload shows as a
 // level above capacity, as a burst or as lag, and the step then goes to the headroom at once
-// (sized on this tick's rate after a jump, which the averages still lag behind). The margins
+// (sized on the raw rate after a jump, which the averages still lag behind). The margins
 // and the burst's lag test use the lag buffer as the clairvoyant oracle does: a load that rides
 // a little above the pool's capacity for a minute, or a short spike, builds a few thousand
 // messages of lag, well under the SLO, and drains by itself when the noise turns; only a lag
@@ -106,6 +128,20 @@ struct HybridParams {
 // sqrt(2 C s), which minimizes waste + C x actions per unit time.
 // So noise within the band between scale_down_utilization and capacity never moves the pool,
 // a small surplus waits long and a large one short, and one step sheds the whole surplus.
+//
+// Gap hold (a reversal backoff): when a scale-up reverses a scale-down within
+// reversal_window_seconds, the gap g (from when the shed surplus began to the scale-up) is
+// remembered, and the next scale-down also needs its surplus to have lasted min(g,
+// gap_hold_seconds); that scale-down spends it. A load that returns after gaps like the last
+// one is held through the next gap, as HPA's 300 s window holds it, instead of shed and bought
+// back (a down-up pair: two reversals, two actions); a steady fall, which reverses nothing,
+// sheds as before, and one that follows a reversal waits at most gap_hold_seconds longer. The
+// price is the surplus over at most gap_hold_seconds per such gap, and only after a gap that
+// was too short for its scale-down. Raising scale_down_cost after reversals instead (doubling
+// it per reversal, decaying back) holds a small surplus much longer than a large one, which is
+// backwards here: the noisy traces' one-worker down-up pairs became expensive waits (taxi,
+// wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12 worker surpluses
+// still paid within seconds (docs/control-quality.md, fourth round).
 //
 // Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)].
 //
@@ -127,7 +163,8 @@ class HybridPolicy : public Policy {
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
-  // (worker-seconds), cap (null: none), workers, and the curve ("fit": UslModel keys).
+  // (worker-seconds), pending_down, gap_hold (seconds), cap (null: none), workers, and the curve
+  // ("fit": UslModel keys).
   nlohmann::json state() const override;
 
  private:
@@ -143,9 +180,16 @@ class HybridPolicy : public Policy {
   double surplus_ = 0.0;  // worker-seconds, see the class comment
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;
-  bool last_change_up_ = true;  // the direction of the pool's last change
-  int own_ = 0;                 // the last size the policy proposed (0: none yet)
-  bool was_pinned_ = false;     // Observation::pinned at the previous tick
+  bool last_change_up_ = true;     // the direction of the pool's last change
+  double last_change_time_ = 0.0;  // when the pool last changed (valid once it has)
+  bool changed_ = false;           // the pool has changed at least once
+  double hold_ = 0.0;              // seconds the next scale-down's surplus must last
+  double surplus_since_ = 0.0;     // when the current surplus began
+  double shed_since_ = 0.0;        // when the surplus of the last scale-down began
+  bool in_surplus_ = false;        // surplus_since_ is set
+  double prev_arrival_ = 0.0;      // the previous tick's arrival rate
+  int own_ = 0;                    // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;        // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;

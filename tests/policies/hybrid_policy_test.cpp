@@ -1,6 +1,7 @@
 // The hybrid policy in closed loop with fluid plants: it answers a jump at once and in one or two
-// steps, sheds a surplus only after it has paid for the step (and then in one step), never goes
-// past the fitted peak, and names bad parameters.
+// steps (a jump far above capacity on its second tick), sheds a surplus only after it has paid
+// for the step (and then in one step), holds the pool through a gap like the last one that it
+// shed in and bought back, never goes past the fitted peak, and names bad parameters.
 #include "policies/hybrid_policy.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,33 @@ std::vector<int> run(HybridPolicy& policy, FluidPlant& plant, int seconds,
     plant.step(1.0);
   }
   return proposals;
+}
+
+// Runs `plant` under `params` through the ControlLoop and the default guards (60 s scale-down
+// stabilization window, bounds [4, 16]) for `seconds`; returns the pool at each second.
+std::vector<int> run_guarded(const HybridParams& params, FluidPlant& plant, int seconds,
+                             double (*arrival)(int second)) {
+  struct Sampler : lagpilot::Sampler {
+    FluidPlant* plant = nullptr;
+    Observation sample(double) override { return plant->observe(); }
+  };
+  struct Actuator : lagpilot::Actuator {
+    FluidPlant* plant = nullptr;
+    void resize(int n) override { plant->workers = n; }
+  };
+  Sampler sampler;
+  sampler.plant = &plant;
+  Actuator actuator;
+  actuator.plant = &plant;
+  ControlLoop loop(sampler, actuator, std::make_unique<HybridPolicy>(params), GuardConfig{});
+  std::vector<int> pool;
+  for (int s = 0; s < seconds; ++s) {
+    plant.arrival = arrival(s);
+    loop.tick(plant.time);
+    pool.push_back(plant.workers);
+    plant.step(1.0);
+  }
+  return pool;
 }
 
 TEST(HybridPolicy, AnswersAJumpAtOnceInFewSteps) {
@@ -163,6 +191,112 @@ TEST(HybridPolicy, LeavesABurstTheLagBufferAbsorbsAndAnswersOneThatLasts) {
   }
 }
 
+// A jump far above capacity (300 -> 1100 msg/s on 4 workers, 2.75x) is a burst on its second
+// tick in the raw rate of the last two ticks, and the step is sized for the jump in one go; with
+// the raw test off, the fast average needs three ticks to clear the burst margin and the lag
+// test.
+TEST(HybridPolicy, AnswersAJumpFarAboveCapacityOnItsSecondTick) {
+  for (const double raw_margin : {HybridParams{}.raw_burst_margin, 100.0}) {
+    HybridParams params;
+    params.raw_burst_margin = raw_margin;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    const auto proposals = run(policy, plant, 900, [](int s) { return s < 600 ? 300.0 : 1100.0; });
+    ASSERT_EQ(proposals[599], 4);
+    EXPECT_EQ(proposals[600], 4) << "raw_burst_margin " << raw_margin;  // one tick is no jump
+    if (raw_margin < 100.0) {
+      EXPECT_GE(proposals[601], 12);  // 1100 / 0.97 = 11.3 workers
+    } else {
+      EXPECT_EQ(proposals[601], 4);
+      EXPECT_GE(proposals[605], 12);
+    }
+    // The raw burst's step is sized to drain the lag the jump would build in
+    // burst_horizon_seconds; on this plant, whose new workers start at once, that leaves a
+    // surplus that is shed later (one step down).
+    EXPECT_LE(changes(proposals, 600, 900), 2) << "raw_burst_margin " << raw_margin;
+  }
+}
+
+// A burst's step is sized on the lower of the last two ticks' rates: one noisy tick at 1000 msg/s
+// on the tick the burst to 700 msg/s is answered does not size the pool for 1000.
+TEST(HybridPolicy, DoesNotSizeABurstOnOneNoisyTick) {
+  auto first_step = [](int spike_at) {
+    HybridPolicy policy;
+    FluidPlant plant;
+    static int spike;
+    spike = spike_at;
+    const auto proposals = run(policy, plant, 700, [](int s) {
+      return s < 600 ? 300.0 : s == spike ? 1000.0 : 700.0;
+    });
+    for (int s = 600; s < 700; ++s) {
+      if (proposals[s] != proposals[599]) return std::make_pair(s, proposals[s]);
+    }
+    return std::make_pair(-1, 0);
+  };
+  const auto [at, workers] = first_step(-1);
+  ASSERT_GT(at, 600);
+  EXPECT_EQ(workers, 8);  // 700 / 0.97 = 7.2 workers
+  const auto [at_spiked, workers_spiked] = first_step(at);
+  EXPECT_EQ(at_spiked, at);
+  EXPECT_EQ(workers_spiked, 8);  // not 11 (1000 / 0.97)
+}
+
+// Through the ControlLoop and its 60 s stabilization window: bursts of 750 msg/s (8 workers) with
+// gaps at 300 msg/s (4 workers). In the first gap (150 s) the pool sheds and buys the workers
+// back when the burst returns, a scale-up that reverses the scale-down; the gap hold then keeps
+// the pool through the second, shorter gap (90 s), where without the hold the latched
+// scale-down goes through after the burst is back and is bought back again (two more actions,
+// two more reversals). A steady fall afterwards still sheds promptly: the surplus the held gap
+// paid counts (waste spent stays spent), so its first step passes the 60 s window at once.
+double bursts_with_gaps(int s) {
+  if (s < 600) return 750.0;
+  if (s < 750) return 300.0;  // gap 1
+  if (s < 1100) return 750.0;
+  if (s < 1190) return 300.0;  // gap 2
+  if (s < 1600) return 750.0;
+  return 300.0;  // a steady fall
+}
+
+TEST(HybridPolicy, GapHoldKeepsThePoolThroughAGapLikeTheLastOne) {
+  for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
+    HybridParams params;
+    params.gap_hold_seconds = hold;
+    FluidPlant plant;
+    plant.workers = 8;
+    const auto pool = run_guarded(params, plant, 2400, bursts_with_gaps);
+    ASSERT_EQ(pool[599], 8) << "hold " << hold;
+    EXPECT_EQ(pool[749], 4) << "hold " << hold;  // shed in gap 1
+    EXPECT_EQ(pool[800], 8) << "hold " << hold;  // bought back
+    if (hold > 0.0) {
+      EXPECT_EQ(changes(pool, 800, 1600), 0);  // held through gap 2
+    } else {
+      EXPECT_EQ(changes(pool, 800, 1600), 2);  // shed and bought back again
+    }
+    // The steady fall: a first step within the price (about 70 s for 4 surplus workers) and the
+    // 60 s window, and down to 4 within a few minutes.
+    EXPECT_LT(pool[1600 + 70 + 60 + 20], 8) << "hold " << hold;
+    EXPECT_EQ(pool[2000], 4) << "hold " << hold;
+    EXPECT_LE(changes(pool, 1600, 2400), 2) << "hold " << hold;
+  }
+}
+
+// A steady fall that reverses nothing is not held: it sheds as it did without the gap hold.
+TEST(HybridPolicy, GapHoldLeavesASteadyFallAlone) {
+  auto falling = [](int s) { return s < 600 ? 1100.0 : std::max(300.0, 1100.0 - (s - 600)); };
+  std::vector<int> with_hold, without_hold;
+  for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
+    HybridParams params;
+    params.gap_hold_seconds = hold;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    plant.workers = 12;
+    (hold > 0.0 ? with_hold : without_hold) = run(policy, plant, 2400, falling);
+  }
+  EXPECT_EQ(with_hold, without_hold);
+  EXPECT_EQ(with_hold.back(), 4);
+  EXPECT_GE(changes(with_hold, 600, 2400), 2);  // in steps, as the fall pays for them
+}
+
 TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
   // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
   // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
@@ -265,6 +399,12 @@ TEST(HybridPolicy, BadParametersNameTheField) {
   EXPECT_NE(error({{"model", {{"forgetting", 0}}}}).find("policy.params.model.forgetting"),
             std::string::npos);
   EXPECT_NE(error({{"scale_down_cots", 1}}).find("scale_down_cots"), std::string::npos);
+  EXPECT_NE(error({{"reversal_window_seconds", 0}}).find("policy.params.reversal_window_seconds"),
+            std::string::npos);
+  EXPECT_NE(error({{"gap_hold_seconds", -1}}).find("policy.params.gap_hold_seconds"),
+            std::string::npos);
+  EXPECT_NE(error({{"raw_burst_margin", -0.5}}).find("policy.params.raw_burst_margin"),
+            std::string::npos);
   EXPECT_EQ(error(nullptr), "no error");
 }
 
