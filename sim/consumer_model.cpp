@@ -161,22 +161,11 @@ double ConsumerModelConfig::service_quantile(double q) const {
 // ---------------------------------------------------------------------------------------------
 // ConsumerModel::ChunkQueue
 
-void ConsumerModel::ChunkQueue::push(const ArrivalChunk& c) {
-  if (size_ == buffer_.size()) {
-    std::vector<ArrivalChunk> bigger(buffer_.size() * 2);
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = buffer_[(head_ + i) & (buffer_.size() - 1)];
-    buffer_.swap(bigger);
-    head_ = 0;
-  }
-  buffer_[(head_ + size_) & (buffer_.size() - 1)] = c;
-  ++size_;
-}
-
-ArrivalChunk ConsumerModel::ChunkQueue::pop() {
-  const ArrivalChunk c = buffer_[head_];
-  head_ = (head_ + 1) & (buffer_.size() - 1);
-  --size_;
-  return c;
+void ConsumerModel::ChunkQueue::grow() {
+  std::vector<ArrivalChunk> bigger(buffer_.size() * 2);
+  for (std::size_t i = 0; i < size_; ++i) bigger[i] = buffer_[(head_ + i) & (buffer_.size() - 1)];
+  buffer_.swap(bigger);
+  head_ = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,7 +407,7 @@ void ConsumerModel::complete(int w, double now) {
   }
 }
 
-void ConsumerModel::run_next_event() {
+void ConsumerModel::handle_top_event() {
   // The event stays at the heap's root while it is handled: a completion that starts the
   // worker's next message schedules it in the event's place (EventHeap::handle_top).
   const auto e = events_.handle_top();
@@ -434,7 +423,11 @@ void ConsumerModel::run_next_event() {
   events_.done();
 }
 
-void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
+void ConsumerModel::run_next_event() {
+  handle_top_event();
+}
+
+void ConsumerModel::accept(double now, const ArrivalChunk& chunk) {
   arrived_ += chunk.count;
   if (!idle_.empty()) {
     const int w = idle_.back();
@@ -444,6 +437,37 @@ void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
     queue_.push(chunk);
     queued_messages_ += chunk.count;
   }
+}
+
+void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
+  accept(now, chunk);
+}
+
+int64_t ConsumerModel::run_window(double t1, PrefetchedStream& arrivals, double& next_arrival) {
+  // The comparisons run on EventHeap keys (the doubles' order as integers): the root's key is
+  // read as it is, and an arrival's time is turned into a key once.
+  using Heap = EventHeap<EventPayload>;
+  const uint64_t end = Heap::key_of(t1);
+  double ta = next_arrival;
+  uint64_t arrival = Heap::key_of(ta);
+  int64_t arrivals_taken = 0;
+  for (;;) {
+    // An empty heap's "next event" is above every key (+infinity's included): the arrival
+    // branch then ends the window or takes the arrival, as a caller's loop would.
+    const uint64_t event = events_.empty() ? ~uint64_t{0} : events_.top_key();
+    if (event <= arrival) {
+      if (event >= end) break;
+      handle_top_event();
+    } else {
+      if (arrival >= end) break;
+      accept(ta, ArrivalChunk{ta, ta, 1});
+      ++arrivals_taken;
+      ta = arrivals.next();
+      arrival = Heap::key_of(ta);
+    }
+  }
+  next_arrival = ta;
+  return arrivals_taken;
 }
 
 void ConsumerModel::resize(double now, int workers) {
@@ -529,12 +553,24 @@ ModelSample ConsumerModel::sample(double now) {
   int64_t partial = 0;
   int64_t waiting_in_batches = 0;
   int productive = static_cast<int>(idle_.size());  // every idle worker is productive
-  for (const int w : busy_slots_) {                 // sums of integers: the order does not matter
-    const Worker& k = workers_[w];
-    const int64_t p = progress(k, now);
-    partial += p;
-    waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
-    if (!k.retiring) ++productive;
+  // Sums of integers over the busy workers: the order does not matter.
+  if (!batch_fidelity_) {
+    // One message a worker: done if its completion is due now (one at exactly `now` has not run
+    // yet), otherwise not started in the count; nothing waits inside a chunk. progress() without
+    // its branches, which the batch case needs.
+    for (const int w : busy_slots_) {
+      const Worker& k = workers_[w];
+      partial += now >= k.end ? 1 : 0;
+      productive += k.retiring ? 0 : 1;
+    }
+  } else {
+    for (const int w : busy_slots_) {
+      const Worker& k = workers_[w];
+      const int64_t p = progress(k, now);
+      partial += p;
+      waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
+      if (!k.retiring) ++productive;
+    }
   }
   s.processed = completed_ + partial;
   s.shed = shed_;

@@ -24,6 +24,7 @@ TEST(WindowHistogram, QuantilesEqualLogHistogramsOnRandomWindows) {
       double v = rng.exponential() * (rng.uniform() < 0.5 ? 1.0 : 1e-3);
       if (rng.uniform() < 0.05) v = 0.0;
       if (rng.uniform() < 0.05 && i > 0) v = 2.0;  // repeated values share a bucket
+      if (rng.uniform() < 0.02) v = rng.uniform() < 0.5 ? -1.0 : 1e9;  // the end buckets
       // Weights as the model adds them: 1, or half a batch's message count.
       const double w = weighted ? 0.5 * std::floor(1 + rng.uniform() * 200) : 1.0;
       window.add(v, w);
@@ -39,6 +40,13 @@ TEST(WindowHistogram, QuantilesEqualLogHistogramsOnRandomWindows) {
       ASSERT_EQ(window.quantile(0.99), reference.quantile(0.99));
     }
     window.clear();
+  }
+}
+
+TEST(WindowHistogram, BucketMidpointsAreTheBucketsOwn) {
+  using Buckets = LogHistogram::Buckets;
+  for (int i = 0; i < Buckets::size(); ++i) {
+    ASSERT_EQ(WindowHistogram::bucket_midpoint(i), Buckets::midpoint(i)) << "bucket " << i;
   }
 }
 
