@@ -283,12 +283,12 @@ void ConsumerModel::free_worker(int w) {
   free_slots_.push_back(w);
 }
 
-void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
+void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk, bool batch) {
   integrate_busy(now);
   ++busy_;
   double s;
   int busy_class = busy_;
-  if (!batch_fidelity_) {
+  if (!batch) {
     s = stretch_of(busy_);
   } else {
     // A worker holding a batch that trickles in works only part of the time: count the other
@@ -301,8 +301,8 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   // Per message with prefetched draws (the common M/M/c case) without the call.
   const double work = (service_times_ ? service_times_->next() : draw_work(chunk.count)) * s;
   double end = now + work;
-  double rate = 1.0;
-  if (chunk.count > 1) {
+  double rate = 1.0;  // always, one message a chunk
+  if (batch && chunk.count > 1) {
     // A batch cannot finish before its last message has arrived (and been served).
     const double earliest = chunk.last_arrival + work / static_cast<double>(chunk.count);
     if (earliest > end) {
@@ -316,8 +316,10 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   k.start = now;
   k.end = end;
   k.work = work;
-  k.busy_rate = rate;
-  k.busy_at_start = busy_class;
+  if (batch) {  // what only a batch's completion reads
+    k.busy_rate = rate;
+    k.busy_at_start = busy_class;
+  }
   k.chunk = chunk;
   busy_rate_sum_ += rate;
   events_.schedule(end, EventPayload{static_cast<uint32_t>(w), k.generation});
@@ -352,24 +354,24 @@ bool ConsumerModel::take_next(double now, ArrivalChunk& chunk) {
 void ConsumerModel::become_productive(int w, double now) {
   ArrivalChunk c;
   if (take_next(now, c)) {
-    start(w, now, c);
+    start(w, now, c, batch_fidelity_);
   } else {
     workers_[w].state = WorkerState::kIdle;
     idle_.push_back(w);
   }
 }
 
-void ConsumerModel::complete(int w, double now) {
+void ConsumerModel::complete(int w, double now, bool batch) {
   integrate_busy(now);
   Worker& k = workers_[w];
-  busy_rate_sum_ -= k.busy_rate;
-  if (--busy_ == 0) busy_rate_sum_ = 0.0;  // no drift from adding and removing fractions
+  busy_rate_sum_ -= batch ? k.busy_rate : 1.0;  // start()'s rate
+  if (--busy_ == 0) busy_rate_sum_ = 0.0;       // no drift from adding and removing fractions
   const int64_t count = k.chunk.count;
   completed_ += count;
   window_completed_ += count;
   total_service_ += k.work;
   const double a0 = k.chunk.first_arrival;
-  if (!batch_fidelity_) {
+  if (!batch) {
     total_wait_ += k.start - a0;
     latency_.add(k.work);
     record_age_.add(now - a0);
@@ -399,7 +401,7 @@ void ConsumerModel::complete(int w, double now) {
     remove_busy(w);
     free_worker(w);
   } else if (ArrivalChunk c; take_next(now, c)) {
-    start(w, now, c);
+    start(w, now, c, batch);
   } else {
     remove_busy(w);
     k.state = WorkerState::kIdle;
@@ -407,7 +409,7 @@ void ConsumerModel::complete(int w, double now) {
   }
 }
 
-void ConsumerModel::handle_top_event() {
+void ConsumerModel::handle_top_event(bool batch) {
   // The event stays at the heap's root while it is handled: a completion that starts the
   // worker's next message schedules it in the event's place (EventHeap::handle_top).
   const auto e = events_.handle_top();
@@ -415,7 +417,7 @@ void ConsumerModel::handle_top_event() {
   Worker& k = workers_[w];
   if (k.generation == e.payload.generation) {  // else the worker was removed meanwhile
     if (k.state == WorkerState::kBusy) {
-      complete(w, e.time);
+      complete(w, e.time, batch);
     } else if (k.state == WorkerState::kWarming) {
       become_productive(w, e.time);
     }
@@ -424,15 +426,15 @@ void ConsumerModel::handle_top_event() {
 }
 
 void ConsumerModel::run_next_event() {
-  handle_top_event();
+  handle_top_event(batch_fidelity_);
 }
 
-void ConsumerModel::accept(double now, const ArrivalChunk& chunk) {
+void ConsumerModel::accept(double now, const ArrivalChunk& chunk, bool batch) {
   arrived_ += chunk.count;
   if (!idle_.empty()) {
     const int w = idle_.back();
     idle_.pop_back();
-    start(w, now, chunk);
+    start(w, now, chunk, batch);
   } else {
     queue_.push(chunk);
     queued_messages_ += chunk.count;
@@ -440,7 +442,7 @@ void ConsumerModel::accept(double now, const ArrivalChunk& chunk) {
 }
 
 void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
-  accept(now, chunk);
+  accept(now, chunk, batch_fidelity_);
 }
 
 int64_t ConsumerModel::run_window(double t1, PrefetchedStream& arrivals, double& next_arrival) {
@@ -457,10 +459,10 @@ int64_t ConsumerModel::run_window(double t1, PrefetchedStream& arrivals, double&
     const uint64_t event = events_.empty() ? ~uint64_t{0} : events_.top_key();
     if (event <= arrival) {
       if (event >= end) break;
-      handle_top_event();
+      handle_top_event(/*batch=*/false);
     } else {
       if (arrival >= end) break;
-      accept(ta, ArrivalChunk{ta, ta, 1});
+      accept(ta, ArrivalChunk{ta, ta, 1}, /*batch=*/false);
       ++arrivals_taken;
       ta = arrivals.next();
       arrival = Heap::key_of(ta);

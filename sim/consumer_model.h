@@ -257,10 +257,14 @@ class ConsumerModel {
   // The list of busy workers, which sample() walks instead of every slot.
   [[gnu::always_inline]] inline void add_busy(int w);
   [[gnu::always_inline]] inline void remove_busy(int w);
-  [[gnu::always_inline]] inline void start(int w, double now, const ArrivalChunk& chunk);
-  [[gnu::always_inline]] inline void complete(int w, double now);
-  [[gnu::always_inline]] inline void accept(double now, const ArrivalChunk& chunk);  // arrive()
-  [[gnu::always_inline]] inline void handle_top_event();  // run_next_event()
+  // `batch` is batch_fidelity_, passed in so that run_window()'s constant false drops the batch
+  // code (and the batch-only fields start() would write) from its loop.
+  [[gnu::always_inline]] inline void start(int w, double now, const ArrivalChunk& chunk,
+                                           bool batch);
+  [[gnu::always_inline]] inline void complete(int w, double now, bool batch);
+  [[gnu::always_inline]] inline void accept(double now, const ArrivalChunk& chunk,
+                                            bool batch);            // arrive()
+  [[gnu::always_inline]] inline void handle_top_event(bool batch);  // run_next_event()
   void become_productive(int w, double now);
   void integrate_busy(double now) {
     busy_area_ += busy_rate_sum_ * (now - busy_since_);

@@ -71,10 +71,21 @@ class WindowHistogram {
       // Its bucket is the (floor(above) + 1)-th largest bucket index (the index does not
       // decrease with the value), so the selection can run over the indices instead.
       const std::size_t i = std::min(size_ - 1, static_cast<std::size_t>(above));
-      if (i == 0) return bucket_midpoint(Buckets::index(*std::max_element(first, last)));
+      if (i == 0) return bucket_midpoint(bucket_index(*std::max_element(first, last)));
       return bucket_midpoint(largest_index(i));
     }
-    return bucket_midpoint(Buckets::index(weighted_walk(above)));
+    return bucket_midpoint(bucket_index(weighted_walk(above)));
+  }
+
+  // Buckets::index(value) for any value but NaN (which never stays sparse), without its two
+  // range tests: inside [2^-24, 2^24) the index is the exponent and the top mantissa bits less
+  // a constant; below it (tiny, zero, -0, negative: a negative bit pattern as a signed number)
+  // the result clamps to 0, above it (infinity included) to the last bucket. Five instructions
+  // instead of about fifteen, for every value of the window at its p50.
+  static int bucket_index(double value) {
+    constexpr int64_t kOffset = int64_t{1023 + kMinExp} << kSubBits;
+    const int64_t i = (std::bit_cast<int64_t>(value) >> (52 - kSubBits)) - kOffset;
+    return static_cast<int>(std::clamp<int64_t>(i, 0, Buckets::size() - 1));
   }
 
   // Buckets::midpoint(i), built from its bits instead of through std::ldexp (a libm call, three
@@ -125,7 +136,7 @@ class WindowHistogram {
   int largest_index(std::size_t i) {
     const std::size_t padded = (size_ + 7) & ~std::size_t{7};  // <= kSparse, a multiple of 8
     for (std::size_t b = 0; b < size_; ++b) {
-      indices_[b] = static_cast<int16_t>(Buckets::index(values_[b]));
+      indices_[b] = static_cast<int16_t>(bucket_index(values_[b]));
     }
     // One 8-slot store of -1 past the last index (indices_ has room for it) instead of a loop
     // of up to 7, which the compiler made a memset call.
