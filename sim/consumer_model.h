@@ -143,7 +143,8 @@ struct ModelSample {
 // Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
 // (completions, warm-ups) sit in an EventHeap ordered by (time, sequence); arrivals are pushed
 // in from outside by the caller in time order, interleaved with run_next_event() by comparing
-// times (so the heap only ever holds at most one event per worker).
+// times (so the heap only ever holds at most one event per worker), or, for per-message arrivals
+// drawn ahead, handed over a tick window at a time (run_window: the same interleaving).
 class ConsumerModel {
  public:
   // `batch_fidelity` selects how a chunk's service time is drawn (one draw per message when

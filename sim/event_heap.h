@@ -9,7 +9,8 @@
 // and the next schedule() overwrites the root and sifts it down (one sift instead of a pop's sift
 // down and a push's sift up). done() removes the root if nothing replaced it. Since every (time,
 // sequence) key is unique, the events come out in exactly the order any correct priority queue
-// gives.
+// gives. A (time, sequence) pair is compared as one 128-bit unsigned number (the time stored as
+// an integer key with the doubles' order, see key_of).
 //
 // Why not EventQueue itself: it is the std::priority_queue the controller tests share, without a
 // replace-top, and its sift's branch on which child is earlier was a third of an M/M/c run's
