@@ -161,22 +161,11 @@ double ConsumerModelConfig::service_quantile(double q) const {
 // ---------------------------------------------------------------------------------------------
 // ConsumerModel::ChunkQueue
 
-void ConsumerModel::ChunkQueue::push(const ArrivalChunk& c) {
-  if (size_ == buffer_.size()) {
-    std::vector<ArrivalChunk> bigger(buffer_.size() * 2);
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = buffer_[(head_ + i) & (buffer_.size() - 1)];
-    buffer_.swap(bigger);
-    head_ = 0;
-  }
-  buffer_[(head_ + size_) & (buffer_.size() - 1)] = c;
-  ++size_;
-}
-
-ArrivalChunk ConsumerModel::ChunkQueue::pop() {
-  const ArrivalChunk c = buffer_[head_];
-  head_ = (head_ + 1) & (buffer_.size() - 1);
-  --size_;
-  return c;
+void ConsumerModel::ChunkQueue::grow() {
+  std::vector<ArrivalChunk> bigger(buffer_.size() * 2);
+  for (std::size_t i = 0; i < size_; ++i) bigger[i] = buffer_[(head_ + i) & (buffer_.size() - 1)];
+  buffer_.swap(bigger);
+  head_ = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -294,12 +283,12 @@ void ConsumerModel::free_worker(int w) {
   free_slots_.push_back(w);
 }
 
-void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
+void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk, bool batch) {
   integrate_busy(now);
   ++busy_;
   double s;
   int busy_class = busy_;
-  if (!batch_fidelity_) {
+  if (!batch) {
     s = stretch_of(busy_);
   } else {
     // A worker holding a batch that trickles in works only part of the time: count the other
@@ -312,8 +301,8 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   // Per message with prefetched draws (the common M/M/c case) without the call.
   const double work = (service_times_ ? service_times_->next() : draw_work(chunk.count)) * s;
   double end = now + work;
-  double rate = 1.0;
-  if (chunk.count > 1) {
+  double rate = 1.0;  // always, one message a chunk
+  if (batch && chunk.count > 1) {
     // A batch cannot finish before its last message has arrived (and been served).
     const double earliest = chunk.last_arrival + work / static_cast<double>(chunk.count);
     if (earliest > end) {
@@ -327,8 +316,10 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk) {
   k.start = now;
   k.end = end;
   k.work = work;
-  k.busy_rate = rate;
-  k.busy_at_start = busy_class;
+  if (batch) {  // what only a batch's completion reads
+    k.busy_rate = rate;
+    k.busy_at_start = busy_class;
+  }
   k.chunk = chunk;
   busy_rate_sum_ += rate;
   events_.schedule(end, EventPayload{static_cast<uint32_t>(w), k.generation});
@@ -363,24 +354,24 @@ bool ConsumerModel::take_next(double now, ArrivalChunk& chunk) {
 void ConsumerModel::become_productive(int w, double now) {
   ArrivalChunk c;
   if (take_next(now, c)) {
-    start(w, now, c);
+    start(w, now, c, batch_fidelity_);
   } else {
     workers_[w].state = WorkerState::kIdle;
     idle_.push_back(w);
   }
 }
 
-void ConsumerModel::complete(int w, double now) {
+void ConsumerModel::complete(int w, double now, bool batch) {
   integrate_busy(now);
   Worker& k = workers_[w];
-  busy_rate_sum_ -= k.busy_rate;
-  if (--busy_ == 0) busy_rate_sum_ = 0.0;  // no drift from adding and removing fractions
+  busy_rate_sum_ -= batch ? k.busy_rate : 1.0;  // start()'s rate
+  if (--busy_ == 0) busy_rate_sum_ = 0.0;       // no drift from adding and removing fractions
   const int64_t count = k.chunk.count;
   completed_ += count;
   window_completed_ += count;
   total_service_ += k.work;
   const double a0 = k.chunk.first_arrival;
-  if (!batch_fidelity_) {
+  if (!batch) {
     total_wait_ += k.start - a0;
     latency_.add(k.work);
     record_age_.add(now - a0);
@@ -410,7 +401,7 @@ void ConsumerModel::complete(int w, double now) {
     remove_busy(w);
     free_worker(w);
   } else if (ArrivalChunk c; take_next(now, c)) {
-    start(w, now, c);
+    start(w, now, c, batch);
   } else {
     remove_busy(w);
     k.state = WorkerState::kIdle;
@@ -418,7 +409,7 @@ void ConsumerModel::complete(int w, double now) {
   }
 }
 
-void ConsumerModel::run_next_event() {
+void ConsumerModel::handle_top_event(bool batch) {
   // The event stays at the heap's root while it is handled: a completion that starts the
   // worker's next message schedules it in the event's place (EventHeap::handle_top).
   const auto e = events_.handle_top();
@@ -426,7 +417,7 @@ void ConsumerModel::run_next_event() {
   Worker& k = workers_[w];
   if (k.generation == e.payload.generation) {  // else the worker was removed meanwhile
     if (k.state == WorkerState::kBusy) {
-      complete(w, e.time);
+      complete(w, e.time, batch);
     } else if (k.state == WorkerState::kWarming) {
       become_productive(w, e.time);
     }
@@ -434,16 +425,51 @@ void ConsumerModel::run_next_event() {
   events_.done();
 }
 
-void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
+void ConsumerModel::run_next_event() {
+  handle_top_event(batch_fidelity_);
+}
+
+void ConsumerModel::accept(double now, const ArrivalChunk& chunk, bool batch) {
   arrived_ += chunk.count;
   if (!idle_.empty()) {
     const int w = idle_.back();
     idle_.pop_back();
-    start(w, now, chunk);
+    start(w, now, chunk, batch);
   } else {
     queue_.push(chunk);
     queued_messages_ += chunk.count;
   }
+}
+
+void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
+  accept(now, chunk, batch_fidelity_);
+}
+
+int64_t ConsumerModel::run_window(double t1, PrefetchedStream& arrivals, double& next_arrival) {
+  // The comparisons run on EventHeap keys (the doubles' order as integers): the root's key is
+  // read as it is, and an arrival's time is turned into a key once.
+  using Heap = EventHeap<EventPayload>;
+  const uint64_t end = Heap::key_of(t1);
+  double ta = next_arrival;
+  uint64_t arrival = Heap::key_of(ta);
+  int64_t arrivals_taken = 0;
+  for (;;) {
+    // An empty heap's "next event" is above every key (+infinity's included): the arrival
+    // branch then ends the window or takes the arrival, as a caller's loop would.
+    const uint64_t event = events_.empty() ? ~uint64_t{0} : events_.top_key();
+    if (event <= arrival) {
+      if (event >= end) break;
+      handle_top_event(/*batch=*/false);
+    } else {
+      if (arrival >= end) break;
+      accept(ta, ArrivalChunk{ta, ta, 1}, /*batch=*/false);
+      ++arrivals_taken;
+      ta = arrivals.next();
+      arrival = Heap::key_of(ta);
+    }
+  }
+  next_arrival = ta;
+  return arrivals_taken;
 }
 
 void ConsumerModel::resize(double now, int workers) {
@@ -529,12 +555,24 @@ ModelSample ConsumerModel::sample(double now) {
   int64_t partial = 0;
   int64_t waiting_in_batches = 0;
   int productive = static_cast<int>(idle_.size());  // every idle worker is productive
-  for (const int w : busy_slots_) {                 // sums of integers: the order does not matter
-    const Worker& k = workers_[w];
-    const int64_t p = progress(k, now);
-    partial += p;
-    waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
-    if (!k.retiring) ++productive;
+  // Sums of integers over the busy workers: the order does not matter.
+  if (!batch_fidelity_) {
+    // One message a worker: done if its completion is due now (one at exactly `now` has not run
+    // yet), otherwise not started in the count; nothing waits inside a chunk. progress() without
+    // its branches, which the batch case needs.
+    for (const int w : busy_slots_) {
+      const Worker& k = workers_[w];
+      partial += now >= k.end ? 1 : 0;
+      productive += k.retiring ? 0 : 1;
+    }
+  } else {
+    for (const int w : busy_slots_) {
+      const Worker& k = workers_[w];
+      const int64_t p = progress(k, now);
+      partial += p;
+      waiting_in_batches += std::max<int64_t>(0, k.chunk.count - p - 1);
+      if (!k.retiring) ++productive;
+    }
   }
   s.processed = completed_ + partial;
   s.shed = shed_;

@@ -247,6 +247,13 @@ class Arrivals {
   }
   int64_t generated() const { return prefetched_ ? generated_ : generator_.generated(); }
 
+  // Prefetched arrivals go to the model a window at a time (ConsumerModel::run_window: the same
+  // order as the caller's loop over next_time() and pop()).
+  bool prefetched() const { return prefetched_ != nullptr; }
+  void run_window(ConsumerModel& model, double t1) {
+    generated_ += model.run_window(t1, *prefetched_, next_);
+  }
+
  private:
   ArrivalGenerator generator_;
   std::unique_ptr<PrefetchedStream> prefetched_;
@@ -422,15 +429,19 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
     const double t1 = grid.end(i);
     const int pool = model.pool_size();
     arrivals.begin_window(t0, t1, stretched.seconds_per_message(pool), pool);
-    for (;;) {
-      const double te = model.next_event_time();
-      const double ta = arrivals.next_time();
-      if (te <= ta) {
-        if (te >= t1) break;
-        model.run_next_event();
-      } else {
-        if (ta >= t1) break;
-        model.arrive(ta, arrivals.pop());
+    if (arrivals.prefetched()) {
+      arrivals.run_window(model, t1);  // the loop below, inside the model
+    } else {
+      for (;;) {
+        const double te = model.next_event_time();
+        const double ta = arrivals.next_time();
+        if (te <= ta) {
+          if (te >= t1) break;
+          model.run_next_event();
+        } else {
+          if (ta >= t1) break;
+          model.arrive(ta, arrivals.pop());
+        }
       }
     }
     if (arrivals.next_time() != kInf) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <limits>
 #include <queue>
 #include <random>
 #include <tuple>
@@ -42,6 +45,42 @@ TEST(EventHeap, GivesTheOrderOfAPriorityQueueOnTimeAndSequence) {
     if (r == 7 || heap.size() < 4) schedule(now + static_cast<double>(rng() % 4));  // a push
     heap.done();
   }
+}
+
+// The heap compares times through an integer key: negative times, both zeros (equal, so the
+// sequence decides), denormals and infinities must still come out in the doubles' order.
+TEST(EventHeap, OrdersNegativeZeroDenormalAndInfiniteTimesAsDoubles) {
+  const double times[] = {-1e300,
+                          -1.5,
+                          -0.0,
+                          0.0,
+                          5e-324,
+                          1e-310,
+                          2.5,
+                          1e300,
+                          std::numeric_limits<double>::infinity(),
+                          -std::numeric_limits<double>::infinity()};
+  using Key = std::tuple<double, uint64_t, int>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> reference;
+  EventHeap<int> heap;
+  std::mt19937_64 rng(11);
+  uint64_t seq = 0;
+  for (int i = 0; i < 400; ++i) {
+    const double t = times[rng() % std::size(times)];
+    heap.schedule(t, i);
+    reference.emplace(t, seq++, i);
+  }
+  while (!reference.empty()) {
+    const auto [t, s, payload] = reference.top();
+    reference.pop();
+    ASSERT_EQ(heap.top_time(), t);
+    const auto e = heap.handle_top();
+    ASSERT_EQ(e.seq, s);
+    ASSERT_EQ(e.payload, payload);
+    ASSERT_EQ(std::signbit(e.time), std::signbit(t) && t != 0.0);  // a zero comes back as +0
+    heap.done();
+  }
+  EXPECT_TRUE(heap.empty());
 }
 
 }  // namespace

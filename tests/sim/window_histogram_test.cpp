@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "policies/log_histogram.h"
 #include "sim/random.h"
@@ -24,6 +25,7 @@ TEST(WindowHistogram, QuantilesEqualLogHistogramsOnRandomWindows) {
       double v = rng.exponential() * (rng.uniform() < 0.5 ? 1.0 : 1e-3);
       if (rng.uniform() < 0.05) v = 0.0;
       if (rng.uniform() < 0.05 && i > 0) v = 2.0;  // repeated values share a bucket
+      if (rng.uniform() < 0.02) v = rng.uniform() < 0.5 ? -1.0 : 1e9;  // the end buckets
       // Weights as the model adds them: 1, or half a batch's message count.
       const double w = weighted ? 0.5 * std::floor(1 + rng.uniform() * 200) : 1.0;
       window.add(v, w);
@@ -39,6 +41,35 @@ TEST(WindowHistogram, QuantilesEqualLogHistogramsOnRandomWindows) {
       ASSERT_EQ(window.quantile(0.99), reference.quantile(0.99));
     }
     window.clear();
+  }
+}
+
+TEST(WindowHistogram, BucketMidpointsAreTheBucketsOwn) {
+  using Buckets = LogHistogram::Buckets;
+  for (int i = 0; i < Buckets::size(); ++i) {
+    ASSERT_EQ(WindowHistogram::bucket_midpoint(i), Buckets::midpoint(i)) << "bucket " << i;
+  }
+}
+
+TEST(WindowHistogram, BucketIndicesAreTheBucketsOwn) {
+  using Buckets = LogHistogram::Buckets;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double low = std::ldexp(1.0, -24), high = std::ldexp(1.0, 24);
+  std::vector<double> values = {0.0,     -0.0,
+                                5e-324,  std::numeric_limits<double>::min(),
+                                low,     std::nextafter(low, 0.0),
+                                high,    std::nextafter(high, 0.0),
+                                1e300,   kInf,
+                                -kInf,   -1.0,
+                                -1e-300, 1.0,
+                                0.75};
+  Rng rng(3);
+  for (int i = 0; i < 100'000; ++i) {  // every exponent from 2^-40 to 2^40, both signs
+    const double v = std::ldexp(1.0 + rng.uniform(), static_cast<int>(rng.uniform() * 80) - 40);
+    values.push_back(rng.uniform() < 0.1 ? -v : v);
+  }
+  for (const double v : values) {
+    ASSERT_EQ(WindowHistogram::bucket_index(v), Buckets::index(v)) << "value " << v;
   }
 }
 
