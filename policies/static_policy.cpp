@@ -24,16 +24,16 @@ Proposal StaticPolicy::decide(const Observation& obs) {
   const int hi = std::max(obs.min_workers, obs.max_workers);
   const int workers = std::clamp(params_.workers, obs.min_workers, hi);
   if (!obs.explain) return {workers, {}};
-  // "hold N workers" fits the string's inline buffer for N < 100: no allocation per tick.
-  std::string reason;
-  reason += "hold ";
-  reason += std::to_string(params_.workers);
-  reason += " workers";
-  if (workers != params_.workers) {
-    reason += " (clamped to " + std::to_string(workers) + " by bounds [" +
-              std::to_string(obs.min_workers) + ", " + std::to_string(hi) + "])";
+  if (obs.min_workers != reason_lo_ || hi != reason_hi_) {
+    reason_lo_ = obs.min_workers;
+    reason_hi_ = hi;
+    reason_ = "hold " + std::to_string(params_.workers) + " workers";
+    if (workers != params_.workers) {
+      reason_ += " (clamped to " + std::to_string(workers) + " by bounds [" +
+                 std::to_string(obs.min_workers) + ", " + std::to_string(hi) + "])";
+    }
   }
-  return {workers, std::move(reason)};
+  return {workers, reason_};
 }
 
 }  // namespace lagpilot

@@ -34,6 +34,10 @@ class StaticPolicy : public Policy {
 
  private:
   StaticParams params_;
+  // The reason depends only on the bounds: it is built when they change, not every tick (a
+  // simulated run that records decisions asks for it on each of millions of ticks).
+  std::string reason_;
+  int reason_lo_ = -1, reason_hi_ = -1;
 };
 
 }  // namespace lagpilot

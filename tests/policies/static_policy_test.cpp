@@ -33,6 +33,21 @@ TEST(StaticPolicy, ClampsToTheBoundsInForce) {
   EXPECT_EQ(policy.decide(bounded(20, 30)).workers, 20);
 }
 
+TEST(StaticPolicy, TheReasonFollowsTheBoundsAsTheyChange) {
+  StaticPolicy policy(StaticParams{16});
+  EXPECT_EQ(policy.decide(bounded(4, 12)).reason,
+            "hold 16 workers (clamped to 12 by bounds [4, 12])");
+  EXPECT_EQ(policy.decide(bounded(4, 12)).reason,
+            "hold 16 workers (clamped to 12 by bounds [4, 12])");
+  EXPECT_EQ(policy.decide(bounded(1, 64)).reason, "hold 16 workers");
+  EXPECT_EQ(policy.decide(bounded(20, 30)).reason,
+            "hold 16 workers (clamped to 20 by bounds [20, 30])");
+  Observation quiet = bounded(1, 64);
+  quiet.explain = false;
+  EXPECT_EQ(policy.decide(quiet).reason, "");
+  EXPECT_EQ(policy.decide(bounded(1, 64)).reason, "hold 16 workers");
+}
+
 TEST(StaticPolicy, ReadsAndValidatesWorkers) {
   EXPECT_EQ(StaticParams::from_json({{"workers", 3}}, "p").workers, 3);
   EXPECT_EQ(StaticParams::from_json(nullptr, "p").workers, 8);
