@@ -27,7 +27,7 @@ Decision ControlLoop::tick(double now, std::string_view late) {
   proposal.reason.clear();
   Decision d = guards_.apply(proposal, policy_name_, obs);
   d.reason = std::move(reason);
-  d.late = late;
+  if (!late.empty()) d.late = late;  // a fresh Decision's is empty (no assignment per tick)
   last_observation_ = obs;
   ++ticks_;
   if (history_limit_ == 0) {
