@@ -105,7 +105,7 @@ struct HybridParams {
 //                burst_horizon_seconds >= burst_lag                      (a raw burst: + B of
 //            with f = r_fast, or r_raw when r_raw > (1 +                 raw_ahead instead
 //                raw_burst_margin) X(current) (a raw burst)              of lag)
-//   raw_ahead = lag + (r_raw - X(current)) x raw_burst_horizon_seconds
+//   raw_ahead = lag + (f - X(current)) x raw_burst_horizon_seconds
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
 // r_raw, the lower of the last two ticks' rates, sees a jump on its second tick and ignores one
 // tick's noise: a jump far above capacity is answered before the averages move (a raw burst),
