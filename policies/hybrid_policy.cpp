@@ -58,6 +58,7 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("scale_down_lag_fraction", p.scale_down_lag_fraction, 0.0, 1.0);
   r.read("burst_margin", p.burst_margin, 0.0, 10.0);
   r.read("raw_burst_margin", p.raw_burst_margin, 0.0, 100.0);
+  r.read("raw_burst_horizon_seconds", p.raw_burst_horizon_seconds, 0.0, 86400.0);
   r.read("reversal_window_seconds", p.reversal_window_seconds, 0.0, 86400.0);
   require_positive(r, "reversal_window_seconds", p.reversal_window_seconds);
   r.read("gap_hold_seconds", p.gap_hold_seconds, 0.0, 86400.0);
@@ -91,6 +92,7 @@ nlohmann::json HybridParams::to_json() const {
           {"scale_down_lag_fraction", scale_down_lag_fraction},
           {"burst_margin", burst_margin},
           {"raw_burst_margin", raw_burst_margin},
+          {"raw_burst_horizon_seconds", raw_burst_horizon_seconds},
           {"reversal_window_seconds", reversal_window_seconds},
           {"gap_hold_seconds", gap_hold_seconds},
           {"model", learner_json(model.to_json())}};
@@ -178,10 +180,12 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
   const bool burst = fast_over && lag_ahead >= params_.burst_lag;
-  // A jump far above capacity builds lag_ahead before new workers start: its step is sized to
-  // drain that (not only the current lag) within catch_up_seconds, or a second step follows.
+  // A jump far above capacity builds lag before new workers start: its step is sized to drain
+  // what it builds until then (not only the current lag) within catch_up_seconds, or a second
+  // step follows; what it builds after that, the new pool drains.
+  const double raw_ahead = lag + (fast - capacity_) * params_.raw_burst_horizon_seconds;
   const double backlog_ahead =
-      std::max(0.0, lag_ahead - params_.lag_allowance) / params_.catch_up_seconds;
+      std::max(0.0, raw_ahead - params_.lag_allowance) / params_.catch_up_seconds;
   // The level must clear capacity by level_margin, and right after a scale-down (which a
   // level-triggered scale-up would reverse) by reversal_margin more: a real rise shows there, or
   // as lag in the backlog term.

@@ -59,11 +59,16 @@ struct HybridParams {
   // A burst is also seen in the raw rate r_raw, the lower of this tick's and the previous tick's
   // arrival rates: when r_raw exceeds (1 + raw_burst_margin) x capacity (>= 0), it stands in
   // for the fast average in the burst test, and the step is sized to drain the lag the burst
-  // would build within burst_horizon_seconds. A jump to several times the capacity is then
-  // answered on its second tick, not after the fast average has caught up three to five ticks
-  // later, and in one step (each tick of delay is lag that a burst near the capacity of
-  // max_workers carries to the SLO). The margin keeps the rate's noise out of it.
-  double raw_burst_margin = 1.0;
+  // would build within raw_burst_horizon_seconds (>= 0). A jump to several times the capacity
+  // is then answered on its second tick, not after the fast average has caught up three to five
+  // ticks later, and in one step (each tick of delay is lag that a burst near the capacity of
+  // max_workers carries to the SLO). The margin keeps the rate's noise out of it. The horizon
+  // is about the time new workers take to start and catch on (the consumer's warm-up, a few
+  // seconds, plus a few ticks): the lag the burst builds after that, the new pool drains; a
+  // horizon as long as the burst test's makes a short spike a step to many more workers than
+  // its lag needs, held until the surplus has paid for a scale-down.
+  double raw_burst_margin = 0.75;
+  double raw_burst_horizon_seconds = 10.0;
   // Gap hold: a scale-up that reverses a scale-down within reversal_window_seconds (> 0) says
   // the load came back after a gap (from when the shed surplus began to the scale-up). The next
   // scale-down then also waits until its surplus has lasted as long as that gap, at most
@@ -97,13 +102,16 @@ struct HybridParams {
 //            (+ reversal_margin when the pool's last change was a scale-down)
 //   burst    f + B > (1 + burst_margin) X(current)                   -> sized on max(r_slow,
 //            and lag_ahead = lag + (f - X(current)) x                    r_fast, r_raw) + B
-//                burst_horizon_seconds >= burst_lag                      (+ B of lag_ahead
-//            with f = r_fast, or r_raw when r_raw > (1 +                 instead of lag when
-//                raw_burst_margin) X(current) (a raw burst)              a raw burst)
+//                burst_horizon_seconds >= burst_lag                      (a raw burst: + B of
+//            with f = r_fast, or r_raw when r_raw > (1 +                 raw_ahead instead
+//                raw_burst_margin) X(current) (a raw burst)              of lag)
+//   raw_ahead = lag + (f - X(current)) x raw_burst_horizon_seconds
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
 // r_raw, the lower of the last two ticks' rates, sees a jump on its second tick and ignores one
 // tick's noise: a jump far above capacity is answered before the averages move (a raw burst),
-// and in one step, sized for the lag it builds while the new workers start; a burst's step is
+// and in one step, sized for the lag it builds while the new workers start (not over the burst
+// test's 30 s: a spike to three times the pool's capacity would buy several workers more than
+// the spike needs, and hold them until a scale-down paid for itself); a burst's step is
 // not sized on a single noisy tick (the surplus that leaves costs worker-seconds until a
 // scale-down has paid for itself).
 // The trigger is beyond the capacity, not inside the headroom: there the rate's noise would

@@ -211,10 +211,29 @@ TEST(HybridPolicy, AnswersAJumpFarAboveCapacityOnItsSecondTick) {
       EXPECT_GE(proposals[605], 12);
     }
     // The raw burst's step is sized to drain the lag the jump would build in
-    // burst_horizon_seconds; on this plant, whose new workers start at once, that leaves a
+    // raw_burst_horizon_seconds; on this plant, whose new workers start at once, that leaves a
     // surplus that is shed later (one step down).
     EXPECT_LE(changes(proposals, 600, 900), 2) << "raw_burst_margin " << raw_margin;
   }
+}
+
+// A raw burst's step drains the lag the jump builds within raw_burst_horizon_seconds, the time
+// new workers take to start, not within the burst test's longer horizon: 300 -> 1100 msg/s on 4
+// workers, 700 messages of lag on the second tick, asks for 13 workers (1100 msg/s plus 7,700 -
+// 2,000 messages within 60 s, at 97 %), where a 30 s horizon would ask for 15 and hold the
+// surplus until a scale-down has paid for itself.
+TEST(HybridPolicy, SizesARawBurstForTheLagItBuildsWhileWorkersStart) {
+  auto first_step = [](double horizon) {
+    HybridParams params;
+    params.raw_burst_horizon_seconds = horizon;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    const auto proposals = run(policy, plant, 700, [](int s) { return s < 600 ? 300.0 : 1100.0; });
+    EXPECT_EQ(proposals[600], 4);
+    return proposals[601];
+  };
+  EXPECT_EQ(first_step(HybridParams{}.raw_burst_horizon_seconds), 13);
+  EXPECT_EQ(first_step(30.0), 15);
 }
 
 // A burst's step is sized on the lower of the last two ticks' rates: one noisy tick at 1000 msg/s
@@ -261,6 +280,9 @@ TEST(HybridPolicy, GapHoldKeepsThePoolThroughAGapLikeTheLastOne) {
   for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
     HybridParams params;
     params.gap_hold_seconds = hold;
+    // 750 msg/s on 4 workers (1.9x) stays a burst of the fast average, sized for 8 workers: the
+    // raw burst's sizing, which adds the lag of its first seconds, is tested above.
+    params.raw_burst_margin = 1.0;
     FluidPlant plant;
     plant.workers = 8;
     const auto pool = run_guarded(params, plant, 2400, bursts_with_gaps);
@@ -405,6 +427,9 @@ TEST(HybridPolicy, BadParametersNameTheField) {
             std::string::npos);
   EXPECT_NE(error({{"raw_burst_margin", -0.5}}).find("policy.params.raw_burst_margin"),
             std::string::npos);
+  EXPECT_NE(
+      error({{"raw_burst_horizon_seconds", -1.0}}).find("policy.params.raw_burst_horizon_seconds"),
+      std::string::npos);
   EXPECT_EQ(error(nullptr), "no error");
 }
 
