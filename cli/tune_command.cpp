@@ -326,16 +326,18 @@ CommandMain add_tune_command(CLI::App& app) {
     // Held out: the best and the baseline on train and test, side by side.
     sim::SimConfig report_config = sc;
     report_config.max_decisions = 0;
-    const sim::SetEvaluation best_train = sim::evaluate_on(
-        space.policy, best.params, train, cfg.guards, report_config, weights, threads);
-    const sim::SetEvaluation base_train = sim::evaluate_on(
-        space.policy, baseline, train, cfg.guards, report_config, weights, threads);
+    // Both configurations in one pool of runs (on one long trace, side by side on two threads).
+    const std::vector<nlohmann::json> both = {best.params, baseline};
+    std::vector<sim::SetEvaluation> on_train =
+        sim::evaluate_on(space.policy, both, train, cfg.guards, report_config, weights, threads);
+    const sim::SetEvaluation best_train = std::move(on_train[0]);
+    const sim::SetEvaluation base_train = std::move(on_train[1]);
     sim::SetEvaluation best_test, base_test;
     if (!test.empty()) {
-      best_test = sim::evaluate_on(space.policy, best.params, test, cfg.guards, report_config,
-                                   weights, threads);
-      base_test = sim::evaluate_on(space.policy, baseline, test, cfg.guards, report_config, weights,
-                                   threads);
+      std::vector<sim::SetEvaluation> on_test =
+          sim::evaluate_on(space.policy, both, test, cfg.guards, report_config, weights, threads);
+      best_test = std::move(on_test[0]);
+      base_test = std::move(on_test[1]);
     }
     std::cout << "train / test (best vs baseline):\n";
     rows = {{"set", "config", "trace", "objective", "worker_s", "mean_workers", "above_slo_s",

@@ -334,23 +334,39 @@ TuneResult tune(const TuneSpace& space, const std::vector<Trace>& train, const G
 SetEvaluation evaluate_on(const std::string& policy, const nlohmann::json& params,
                           const std::vector<Trace>& traces, const GuardConfig& guards,
                           const SimConfig& config, const ObjectiveWeights& weights, int threads) {
-  make_policy(policy, params, "params");  // ConfigError now, on this thread
-  SetEvaluation set;
-  set.runs.resize(traces.size());
-  parallel_for(traces.size(), hardware_threads(threads), [&](std::size_t i) {
-    set.runs[i] = simulate(traces[i], make_policy(policy, params, "params"), traces[i].source,
-                           guards, config);
+  return std::move(
+      evaluate_on(policy, std::vector<nlohmann::json>{params}, traces, guards, config, weights,
+                  threads)
+          .front());
+}
+
+std::vector<SetEvaluation> evaluate_on(const std::string& policy,
+                                       const std::vector<nlohmann::json>& params,
+                                       const std::vector<Trace>& traces, const GuardConfig& guards,
+                                       const SimConfig& config, const ObjectiveWeights& weights,
+                                       int threads) {
+  for (const nlohmann::json& p : params) make_policy(policy, p, "params");  // ConfigError now
+  std::vector<SetEvaluation> sets(params.size());
+  for (SetEvaluation& set : sets) set.runs.resize(traces.size());
+  // Job j: parameter set j / traces on trace j % traces.
+  parallel_for(params.size() * traces.size(), hardware_threads(threads), [&](std::size_t j) {
+    const std::size_t p = j / traces.size();
+    const std::size_t i = j % traces.size();
+    sets[p].runs[i] = simulate(traces[i], make_policy(policy, params[p], "params"),
+                               traces[i].source, guards, config);
   });
-  if (traces.empty()) return set;
-  double sum = 0.0;
-  for (const RunResult& r : set.runs) {
-    sum += run_objective(r.kpis, weights);
-    set.worker_seconds += r.kpis.worker_seconds;
-    set.seconds_above_slo += r.kpis.seconds_above_slo;
-    set.scale_actions += r.kpis.scale_actions;
+  if (traces.empty()) return sets;
+  for (SetEvaluation& set : sets) {
+    double sum = 0.0;
+    for (const RunResult& r : set.runs) {
+      sum += run_objective(r.kpis, weights);
+      set.worker_seconds += r.kpis.worker_seconds;
+      set.seconds_above_slo += r.kpis.seconds_above_slo;
+      set.scale_actions += r.kpis.scale_actions;
+    }
+    set.objective = sum / static_cast<double>(set.runs.size());
   }
-  set.objective = sum / static_cast<double>(set.runs.size());
-  return set;
+  return sets;
 }
 
 nlohmann::json to_json(const TuneResult& result, const TuneSpace& space,

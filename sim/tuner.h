@@ -260,6 +260,14 @@ SetEvaluation evaluate_on(const std::string& policy, const nlohmann::json& param
                           const std::vector<Trace>& traces, const GuardConfig& guards,
                           const SimConfig& config, const ObjectiveWeights& weights,
                           int threads = 0);
+// The same for several parameter sets (one SetEvaluation each, in order), their runs in one pool
+// of jobs: the tune report's best and baseline on one long trace take one run's time on two
+// threads instead of two runs' one after the other.
+std::vector<SetEvaluation> evaluate_on(const std::string& policy,
+                                       const std::vector<nlohmann::json>& params,
+                                       const std::vector<Trace>& traces, const GuardConfig& guards,
+                                       const SimConfig& config, const ObjectiveWeights& weights,
+                                       int threads = 0);
 
 // {"policy", "strategy", "space", "weights", "objective", "proposals", "evaluations": [{"params",
 // "values", "objective", "worker_seconds", "seconds_above_slo", "scale_actions",
