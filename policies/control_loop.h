@@ -50,8 +50,9 @@ class ControlLoop {
   using DecisionListener = std::function<void(const Observation&, const Decision&)>;
 
   // `decision_history`: how many decisions (and operator notes) recent_decisions() keeps; 0
-  // keeps none (then last_decision() is empty and notes carry 0 workers): for callers that
-  // never read them, such as the simulator, which ticks millions of times.
+  // keeps none (then last_decision() and last_observation() are empty and notes carry 0
+  // workers): for callers that never read them, such as the simulator, which ticks millions of
+  // times.
   ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
               GuardConfig guards, std::size_t decision_history = 1000);
 
@@ -106,7 +107,8 @@ class ControlLoop {
   std::vector<Decision> history_;
   std::size_t history_head_ = 0;
   std::size_t history_limit_;
-  std::optional<Observation> last_observation_;
+  std::optional<Observation> last_observation_;  // kept only with a history
+  double last_tick_time_ = 0.0;                   // the `now` of the last tick
   std::size_t ticks_ = 0;
 };
 

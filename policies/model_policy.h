@@ -122,6 +122,7 @@ class ModelPolicy : public Policy {
   explicit ModelPolicy(ModelParams params = {});
 
   std::string name() const override { return "model"; }
+  bool reads_latency() const override { return false; }  // sizes from lag and rates
   Proposal decide(const Observation& obs) override;
   // The params; "fit" holds the current fitted curve once there is one (else the seed, or null),
   // so a policy built from them starts where this one is.

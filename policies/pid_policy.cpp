@@ -81,7 +81,7 @@ PidPolicy::PidPolicy(PidParams params) : params_(std::move(params)) {}
 
 double PidPolicy::measure(const Observation& obs) const {
   const double lag = static_cast<double>(std::max<int64_t>(obs.total_lag, 0));
-  if (params_.metric != "drain_time") return lag;
+  if (!drain_time_) return lag;
   if (lag <= 0.0) return 0.0;
   // Nothing processed (stalled or just started) while there is a backlog: the drain time is
   // unbounded; use the cap so the loop sees "very late" rather than infinity or NaN.
@@ -172,7 +172,7 @@ Proposal PidPolicy::decide(const Observation& obs) {
   workers_ = static_cast<int>(target);
   if (!obs.explain) return {workers_, {}};
 
-  const bool drain = params_.metric == "drain_time";
+  const bool drain = drain_time_;
   // Appended piece by piece into one buffer: one allocation (the numbers are short strings).
   std::string reason;
   reason.reserve(128);

@@ -108,6 +108,7 @@ class PidPolicy : public Policy {
   explicit PidPolicy(PidParams params = {});
 
   std::string name() const override { return "pid"; }
+  bool reads_latency() const override { return false; }  // sizes from lag and rates
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
   // measurement, setpoint, error, effective_error, p, i, d, derivative (filtered dy/dt),
@@ -119,6 +120,8 @@ class PidPolicy : public Policy {
   double measure(const Observation& obs) const;
 
   PidParams params_;
+  // params_.metric == "drain_time", compared once here instead of twice a tick.
+  bool drain_time_ = params_.metric == "drain_time";
   bool started_ = false;
   double prev_time_ = 0.0;
   double prev_measurement_ = 0.0;

@@ -46,6 +46,12 @@ class Policy {
   virtual nlohmann::json state() const { return nlohmann::json::object(); }
   // Which ticks may be skipped (see TickSkipping); policies_test checks every declaration.
   virtual TickSkipping tick_skipping() const { return TickSkipping::kNever; }
+  // Whether decide() reads Observation::latency_p50, latency_p99 or record_age_p99. A caller
+  // for which they cost work (the simulator finds percentiles of every tick's completions) may
+  // leave them at 0 when neither the policy nor the guards read them. True, the default, is the
+  // only safe answer for a policy that has not thought about it; policies_test checks that a
+  // policy that answers false decides the same whatever the latencies are.
+  virtual bool reads_latency() const { return true; }
 };
 
 }  // namespace lagpilot

@@ -25,6 +25,7 @@ class StaticPolicy : public Policy {
   explicit StaticPolicy(StaticParams params = {});
 
   std::string name() const override { return "static"; }
+  bool reads_latency() const override { return false; }  // a fixed size
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
   // It reads nothing but the bounds.

@@ -59,6 +59,7 @@ class ThresholdPolicy : public Policy {
   explicit ThresholdPolicy(ThresholdParams params = {});
 
   std::string name() const override { return "threshold"; }
+  bool reads_latency() const override { return false; }  // sizes from lag and rates
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
   // {"level": L, "level_workers": workers of level L}; level -1 before the first tick.

@@ -53,6 +53,15 @@ double normal_quantile(double p) {
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
 }
 
+// std::lround (std::llround) of a value in [0, 2^52), without the libm call it compiles to (two
+// a batch: the busy class at a start and the progress at a sample): x - trunc(x) is exact, so
+// comparing it with 1/2 rounds half away from zero as lround does. Negative values give 0 or
+// less, as lround's would; the callers clamp them or never pass them.
+int64_t round_nearest(double x) {
+  const auto i = static_cast<int64_t>(x);
+  return i + (x - static_cast<double>(i) >= 0.5 ? 1 : 0);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -185,6 +194,13 @@ ConsumerModel::ConsumerModel(const ConsumerModelConfig& config, int initial_work
   log_mu_ = std::log(config_.service_mean_seconds) - 0.5 * log_sigma_ * log_sigma_;
   gamma_shape_per_message_ = cv > 0.0 ? 1.0 / (cv * cv) : 0.0;
   gamma_scale_ = config_.service_mean_seconds * cv * cv;
+  if (batch_fidelity_ && distribution_ != kDeterministic && gamma_shape_per_message_ > 0.0) {
+    gamma_shapes_.resize(kGammaShapes);
+    for (int64_t count = 2; count < kGammaShapes; ++count) {
+      const double shape = static_cast<double>(count) * gamma_shape_per_message_;
+      if (shape >= 1.0) gamma_shapes_[count] = Rng::GammaShape(shape);  // else d stays 0
+    }
+  }
   base_p50_ = config_.service_quantile(0.5);
   base_p99_ = config_.service_quantile(0.99);
   stretch_table_.push_back(1.0);               // index 0 unused
@@ -247,6 +263,9 @@ double ConsumerModel::draw_work(int64_t count) {
     return n * config_.service_mean_seconds;
   }
   // Sum of n service times: Gamma with mean n * mean and variance n * (cv * mean)^2.
+  if (count < static_cast<int64_t>(gamma_shapes_.size()) && gamma_shapes_[count].d > 0.0) {
+    return rng_.gamma(gamma_shapes_[count]) * gamma_scale_;
+  }
   return rng_.gamma(n * gamma_shape_per_message_) * gamma_scale_;
 }
 
@@ -294,7 +313,7 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk, bool bat
     // A worker holding a batch that trickles in works only part of the time: count the other
     // workers by the fraction of time they work (1 each with a backlog, as in message mode).
     const double concurrency = 1.0 + busy_rate_sum_;
-    busy_class = std::max(1, static_cast<int>(std::lround(concurrency)));
+    busy_class = std::max(1, static_cast<int>(round_nearest(concurrency)));
     stretch_of(busy_class);  // sizes the tables
     s = stretch_at(concurrency);
   }
@@ -371,17 +390,21 @@ void ConsumerModel::complete(int w, double now, bool batch) {
   window_completed_ += count;
   total_service_ += k.work;
   const double a0 = k.chunk.first_arrival;
+  const double a1 = k.chunk.last_arrival;
+  const double n = static_cast<double>(count);
+  const double span = k.end - k.start;
   if (!batch) {
     total_wait_ += k.start - a0;
-    latency_.add(k.work);
-    record_age_.add(now - a0);
+    if (latency_wanted_) {
+      latency_.add(k.work);
+      record_age_.add(now - a0);
+    }
   } else {
-    const double n = static_cast<double>(count);
-    const double a1 = k.chunk.last_arrival;
-    const double span = k.end - k.start;
     // Messages start evenly over [start, end - work/n] and arrive evenly over [a0, a1].
     const double mean_start = k.start + 0.5 * (span - k.work / n);
     total_wait_ += n * std::max(0.0, mean_start - 0.5 * (a0 + a1));
+  }
+  if (batch && latency_wanted_) {  // the stretch factors and ages sample() reports
     stretch_weight_[k.busy_at_start] += n;
     stretch_lo_ = std::min(stretch_lo_, k.busy_at_start);
     stretch_hi_ = std::max(stretch_hi_, k.busy_at_start);
@@ -537,7 +560,7 @@ int64_t ConsumerModel::progress(const Worker& k, double now) const {
   // Nearest, not floor: the unbiased count (floor would over-state the lag by half a message
   // per batch in service).
   const double f = (now - k.start) / (k.end - k.start);
-  return std::min<int64_t>(k.chunk.count, std::llround(f * static_cast<double>(k.chunk.count)));
+  return std::min<int64_t>(k.chunk.count, round_nearest(f * static_cast<double>(k.chunk.count)));
 }
 
 int64_t ConsumerModel::in_system() const {

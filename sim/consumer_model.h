@@ -182,6 +182,11 @@ class ConsumerModel {
   void set_shed_max_age(double max_age_seconds) { shed_max_age_ = max_age_seconds; }
   void set_shedding(bool active) { shedding_ = active && shed_max_age_ > 0.0; }
   bool shedding() const { return shedding_; }
+  // Whether sample() reports the latency and record-age percentiles (true by default). When
+  // nobody reads them (simulate(): neither the policy, see Policy::reads_latency, nor the
+  // latency-ceiling guard, nor a series), completions skip recording them and sample() reports
+  // 0 for them; everything else is the same. Set once, before the first arrival.
+  void set_latency_wanted(bool wanted) { latency_wanted_ = wanted; }
   int64_t shed() const { return shed_; }  // messages shed so far
   // Snapshot at `now` (no event of the model is pending before `now`), then starts a new window.
   ModelSample sample(double now);
@@ -289,6 +294,10 @@ class ConsumerModel {
   int distribution_ = 0;  // 0 lognormal, 1 exponential, 2 deterministic
   double log_mu_ = 0.0, log_sigma_ = 0.0;
   double gamma_scale_ = 0.0, gamma_shape_per_message_ = 0.0;
+  // Rng::gamma's constants for a batch of `count` messages, by count (below kGammaShapes; empty
+  // unless the service times are random): a square root and a division less a batch.
+  static constexpr int64_t kGammaShapes = 256;
+  std::vector<Rng::GammaShape> gamma_shapes_;
   double base_p50_ = 0.0, base_p99_ = 0.0;
   std::vector<double> stretch_table_;
 
@@ -318,7 +327,8 @@ class ConsumerModel {
   double window_start_ = 0.0;
   double window_busy_area_start_ = 0.0;
   int64_t window_completed_ = 0;
-  WindowHistogram latency_;  // per-message fidelity
+  bool latency_wanted_ = true;  // set_latency_wanted()
+  WindowHistogram latency_;     // per-message fidelity
   WindowHistogram record_age_;
   std::vector<double> stretch_weight_;  // batch fidelity: messages completed per busy count
   int stretch_lo_ = std::numeric_limits<int>::max();

@@ -69,14 +69,27 @@ class Rng {
     return u * f;
   }
 
+  // Marsaglia & Tsang's constants for one shape >= 1, which a caller that draws many variates
+  // of a few shapes can keep (a square root and a division a draw).
+  struct GammaShape {
+    GammaShape() = default;
+    explicit GammaShape(double shape) : d(shape - 1.0 / 3.0), c(1.0 / std::sqrt(9.0 * d)) {}
+    double d = 0.0;
+    double c = 0.0;
+  };
+
   // Gamma(shape, 1) (Marsaglia & Tsang; shape < 1 through Gamma(shape + 1) * U^(1/shape)).
   double gamma(double shape) {
     if (shape < 1.0) {
       const double g = gamma(shape + 1.0);
       return g * std::pow(uniform_pos(), 1.0 / shape);
     }
-    const double d = shape - 1.0 / 3.0;
-    const double c = 1.0 / std::sqrt(9.0 * d);
+    return gamma(GammaShape(shape));
+  }
+  // The same for a shape >= 1 whose constants are given: the same draws, the same bits.
+  double gamma(const GammaShape& shape) {
+    const double d = shape.d;
+    const double c = shape.c;
     for (;;) {
       double x, v;
       do {

@@ -402,6 +402,10 @@ RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const
   ConsumerModel model(config.model, config.initial_workers,
                       Rng::stream(config.seed, kServiceStream).next_u64(), batch);
   if (prefetch) model.prefetch_service_times();
+  // The latency percentiles cost work at every completion and every tick; only the series, the
+  // latency-ceiling guard and a policy that says it reads them need them (the KPIs do not).
+  model.set_latency_wanted(config.record_series || guards.latency_ceiling_seconds > 0.0 ||
+                           policy->reads_latency());
   Arrivals arrivals(trace, config.seed, batch, config.batch_size, prefetch, ticks, tick);
   SimulatedConsumer consumer(model, config.partitions);
   ControlLoop controller(consumer, consumer, std::move(policy), guards, /*decision_history=*/0);

@@ -126,6 +126,33 @@ TEST(PolicyTickSkipping, OnlyPoliciesWithoutMemoryOfTimeMaySkip) {
             TickSkipping::kIdempotentOnUnchangedObservation);
 }
 
+// A policy that says it does not read the latencies (Policy::reads_latency) decides the same,
+// tick for tick, when they are 0 (what the simulator then leaves them at) as when they carry
+// values, and ends in the same state.
+TEST_P(PolicyConformance, LatencyDeclarationHolds) {
+  auto policy = build_policy(GetParam().spec);
+  if (policy->reads_latency()) return;  // nothing declared: nothing to hold it to
+  auto twin = build_policy(GetParam().spec);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> latency(0.0, 5.0);
+  for (Observation obs : random_observations(13, 3000)) {
+    obs.explain = false;
+    Observation with = obs;
+    with.latency_p50 = latency(rng);
+    with.latency_p99 = with.latency_p50 + latency(rng);
+    with.record_age_p99 = with.latency_p99 + latency(rng);
+    obs.latency_p50 = obs.latency_p99 = obs.record_age_p99 = 0.0;
+    ASSERT_EQ(policy->decide(obs).workers, twin->decide(with).workers) << "t=" << obs.time;
+  }
+  EXPECT_EQ(policy->state(), twin->state());
+}
+
+TEST(PolicyLatency, TheSimulatedPoliciesDoNotReadLatencies) {
+  for (const char* name : {"static", "threshold", "pid", "hpa", "keda", "model"}) {
+    EXPECT_FALSE(build_policy(name)->reads_latency()) << name;
+  }
+}
+
 TEST_P(PolicyConformance, ProposalStaysWithinBounds) {
   auto policy = build_policy(GetParam().spec);
   for (const Observation& obs : random_observations(42, 3000)) {

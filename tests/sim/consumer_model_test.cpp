@@ -195,5 +195,41 @@ TEST(ConsumerModel, BatchServiceSumHasTheRightMean) {
   EXPECT_NEAR(m.total_service_seconds() / m.completed(), 0.01, 0.0001);
 }
 
+// Without the latencies (set_latency_wanted(false)) the model does exactly the same, sample by
+// sample, and reports 0 for them; with them, a loaded window has latencies. Both fidelities, a
+// random service time (batch: the Gamma draws by count, small and large batches).
+TEST(ConsumerModel, LatenciesLeftOutChangeNothingElse) {
+  for (const bool batch : {false, true}) {
+    ConsumerModelConfig c;  // lognormal mean 10 ms, CV 1, USL on
+    ConsumerModel with(c, 2, 7, batch);
+    ConsumerModel without(c, 2, 7, batch);
+    without.set_latency_wanted(false);
+    bool saw_latency = false;
+    for (int tick = 1; tick <= 400; ++tick) {
+      const double t0 = tick - 1.0;
+      const auto count = static_cast<int64_t>(batch ? 1 + (tick * 37) % 300 : 1);
+      for (ConsumerModel* m : {&with, &without}) {
+        run_until(*m, t0);
+        m->arrive(t0, ArrivalChunk{t0, batch ? t0 + 0.5 : t0, count});
+        if (tick % 50 == 0) m->resize(t0, 2 + tick % 7);
+        run_until(*m, static_cast<double>(tick));
+      }
+      const ModelSample a = with.sample(tick);
+      const ModelSample b = without.sample(tick);
+      ASSERT_EQ(a.processed, b.processed) << tick;
+      ASSERT_EQ(a.queue_depth, b.queue_depth) << tick;
+      ASSERT_EQ(a.busy_mean, b.busy_mean) << tick;
+      ASSERT_EQ(a.pool_size, b.pool_size) << tick;
+      EXPECT_EQ(b.latency_p50, 0.0);
+      EXPECT_EQ(b.latency_p99, 0.0);
+      EXPECT_EQ(b.record_age_p99, 0.0);
+      saw_latency = saw_latency || a.latency_p99 > 0.0;
+    }
+    EXPECT_TRUE(saw_latency);
+    EXPECT_EQ(with.total_service_seconds(), without.total_service_seconds());
+    EXPECT_EQ(with.total_wait_seconds(), without.total_wait_seconds());
+  }
+}
+
 }  // namespace
 }  // namespace lagpilot::sim
