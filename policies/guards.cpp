@@ -74,13 +74,6 @@ nlohmann::json GuardConfig::to_json() const {
 
 GuardChain::GuardChain(GuardConfig config) : config_(std::move(config)) {}
 
-void GuardChain::RecentQueue::grow() {
-  std::vector<Entry> bigger(ring_.size() * 2);
-  for (std::size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-  ring_.swap(bigger);
-  head_ = 0;
-}
-
 Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_name,
                            const Observation& obs) {
   Decision d;
@@ -139,11 +132,11 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   //    each tick costs O(1) amortized however many ticks the window spans.
   if (config_.scale_down_window_seconds > 0) {
     const double cutoff = obs.time - config_.scale_down_window_seconds;
-    while (!recent_.empty() && recent_.front().time < cutoff) recent_.pop_front();
-    while (!recent_.empty() && recent_.back().workers <= w) recent_.pop_back();
-    recent_.push_back({obs.time, w});
+    while (!recent_.empty() && recent_.front().first < cutoff) recent_.pop_front();
+    while (!recent_.empty() && recent_.back().second <= w) recent_.pop_back();
+    recent_.emplace_back(obs.time, w);
     if (w < current) {
-      const int highest = recent_.front().workers;
+      const int highest = recent_.front().second;
       const int stabilized = std::min(highest, current);
       if (stabilized > w) {
         if (explain) {  // frequent (every tick of a held scale-down): one allocation

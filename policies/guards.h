@@ -22,11 +22,10 @@
 // Every guard that changes the size appends one sentence to Decision::guards.
 // Thread-safety: not thread-safe; the ControlLoop serialises access.
 
-#include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "policies/config_reader.h"
 #include "policies/observation.h"
@@ -88,39 +87,8 @@ class GuardChain {
   const GuardConfig& config() const { return config_; }
 
  private:
-  // A double-ended queue of (time, recommendation) in a ring buffer whose capacity is a power of
-  // two and only grows: the stabilization window's monotonic queue holds one or two entries on
-  // most ticks, and a std::deque's block bookkeeping (and an allocation whenever its entry sat at
-  // a block's edge) was most of apply()'s cost in the simulator, which ticks millions of times.
-  class RecentQueue {
-   public:
-    struct Entry {
-      double time;
-      int workers;
-    };
-    bool empty() const { return size_ == 0; }
-    const Entry& front() const { return ring_[head_]; }
-    const Entry& back() const { return ring_[(head_ + size_ - 1) & (ring_.size() - 1)]; }
-    void pop_front() {
-      head_ = (head_ + 1) & (ring_.size() - 1);
-      --size_;
-    }
-    void pop_back() { --size_; }
-    void push_back(Entry e) {
-      if (size_ == ring_.size()) grow();
-      ring_[(head_ + size_) & (ring_.size() - 1)] = e;
-      ++size_;
-    }
-
-   private:
-    void grow();  // doubles the ring, the entries kept in order
-    std::vector<Entry> ring_ = std::vector<Entry>(8);
-    std::size_t head_ = 0;
-    std::size_t size_ = 0;
-  };
-
   GuardConfig config_;
-  RecentQueue recent_;  // (time, recommendation) for stabilization
+  std::deque<std::pair<double, int>> recent_;  // (time, recommendation) for stabilization
   std::optional<ManualOverride> override_;
   // Latency-ceiling memory: throughput before the last scale-up, when it happened, whether it
   // is still waiting to be judged, and the verdict of the last judged one.
