@@ -14,6 +14,8 @@ namespace lagpilot::sim::fluid {
 namespace {
 
 constexpr int64_t kInfCost = std::numeric_limits<int64_t>::max() / 4;
+// OracleOptions::change_price at most this: price x changes (<= ticks) stays far below kInfCost.
+constexpr int64_t kMaxChangePrice = int64_t{1} << 40;
 
 // ---------------------------------------------------------------------------------------------
 // Step functions of the lag.
@@ -156,6 +158,16 @@ class OracleSolver {
     if (options.checkpoint_ticks < 1) {
       throw std::invalid_argument("oracle: checkpoint_ticks must be >= 1");
     }
+    if (options.change_price < 0 || options.change_price > kMaxChangePrice) {
+      throw std::invalid_argument("oracle: change_price must be in [0, " +
+                                  std::to_string(kMaxChangePrice) + "], got " +
+                                  std::to_string(options.change_price));
+    }
+    price_ = options.change_price;
+    // The calm-stretch split rests on an exchange argument that a price breaks: with a price on
+    // changes an optimal schedule may rather hold a raised pool through a calm stretch than drop
+    // to min_workers and rise again (two changes). So a priced DP runs over the whole trace.
+    split_calm_ = options.split_at_calm && price_ == 0;
     tick_ = config.tick_seconds;
     ticks_ = tick_count(trace, tick_);
     slo_ = static_cast<double>(config.lag_slo);
@@ -263,6 +275,8 @@ class OracleSolver {
 
   const Trace& trace_;
   OracleOptions options_;
+  int64_t price_ = 0;       // OracleOptions::change_price
+  bool split_calm_ = true;  // split at calm stretches (never with a price)
   double tick_ = 1.0;
   int64_t ticks_ = 1;
   double slo_ = 0.0;
@@ -285,6 +299,7 @@ class OracleSolver {
   int q_ = 0;                            // forward pass state
   double lag_ = 0;                       // forward pass state
   int64_t path_cost_ = 0;
+  int64_t path_changes_ = 0;  // ticks of the forward path in which the productive count changed
   int64_t mismatches_ = 0;
   int64_t dp_ticks_ = 0;
   int segments_ = 0;
@@ -296,7 +311,7 @@ class OracleSolver {
 
   // Scratch.
   std::vector<Piece> a_pieces_, b_pieces_;
-  std::vector<StepFn> g_, y_;
+  std::vector<StepFn> g_, y_, stay_;
   StepFn acc_;
   std::vector<double> scratch_;
 };
@@ -343,7 +358,7 @@ void OracleSolver::find_unavoidable_and_calm() {
     unavoidable_before = in_u;
     const double before = max_lag;
     max_lag = std::min(in_u ? kInf : slo_, advance(max_lag, r.a_lo, r.b_lo));
-    if (!options_.split_at_calm) continue;
+    if (!split_calm_) continue;
     const bool calm = j >= j0_ + 1 && !in_u && max_rate_of(a_pieces_) <= calm_capacity &&
                       max_rate_of(b_pieces_) <= calm_capacity;
     if (calm) {
@@ -377,6 +392,19 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
   for (int p = r.b_lo; p <= r.b_hi; ++p) {
     transform(next[p], map_b(p), cap, p, mid_lo, mid_hi, g_[p]);
   }
+  // With a change price: S_q, the tick with the productive count held at q (no removal, no
+  // addition), before the running minima below mix in the changes.
+  if (price_ > 0) {
+    for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+      if (q < r.a_lo || q > r.a_hi || q < r.b_lo || q > r.b_hi) {
+        stay_[q].set_infeasible();
+      } else if (split_) {
+        transform(g_[q], map_a(q), kInf, 0, lo, hi, stay_[q]);
+      } else {
+        stay_[q] = g_[q];
+      }
+    }
+  }
   // Additions: p^a = r may grow to any p >= r at m per worker (running minimum from the top).
   if (r.grow) {
     for (int p = r.b_hi - 1; p >= r.b_lo; --p) min_into(g_[p], g_[p + 1], m_, scratch_);
@@ -396,8 +424,15 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
         min_into(acc_, g_[from], add, scratch_);
       }
     }
-    out[q].base = acc_.base;
-    out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+    if (price_ > 0) {
+      // Any change (removals, additions or both) pays the price once: V_q = min(S_q, A_q + price).
+      out[q].base = acc_.feasible() ? acc_.base + price_ : kInfCost;
+      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+      min_into(out[q], stay_[q], 0, scratch_);
+    } else {
+      out[q].base = acc_.base;
+      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+    }
     const auto levels = static_cast<int64_t>(acc_.thr.size());
     level_sum_ += levels;
     ++level_count_;
@@ -444,7 +479,7 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
       if (lag > cap + kLagTol) continue;
       const int64_t rest = next[p].eval(lag);
       if (rest >= kInfCost) continue;
-      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a);
+      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a) + (p != q_ ? price_ : 0);
       if (total < best || (total == best && std::abs(p - q_) < std::abs(best_p - q_))) {
         best = total;
         best_p = p;
@@ -456,6 +491,10 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
                              std::to_string(lag_) + ", productive " + std::to_string(q_) + ")");
     }
     path_cost_ += best_p + static_cast<int64_t>(m_) * (best_p - std::min(q_, best_p));
+    if (best_p != q_) {
+      path_cost_ += price_;
+      ++path_changes_;
+    }
     set_productive(j, best_p);
     q_ = best_p;
     lag_ = best_lag;
@@ -545,6 +584,8 @@ OracleResult OracleSolver::solve() {
   productive_.append(initial_);
   g_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   y_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  stay_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  path_changes_ = 0;
   objective_ = 0;
   int64_t next = 1;
   auto busy = [&](int64_t s, int64_t e) {
@@ -565,7 +606,10 @@ OracleResult OracleSolver::solve() {
   result.dp_ticks = dp_ticks_;
   result.segments = segments_;
   result.forward_mismatches = mismatches_;
-  result.bound_worker_ticks = objective_;
+  result.change_price = price_;
+  result.priced_optimum = objective_;
+  result.productive_changes = path_changes_;
+  result.bound_worker_ticks = objective_ - price_ * path_changes_;
   result.mean_levels = level_count_ > 0 ? double(level_sum_) / double(level_count_) : 0.0;
   result.max_levels = level_max_;
   result.unavoidable_ticks = unavoidable_ticks_;

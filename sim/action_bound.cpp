@@ -1,0 +1,169 @@
+#include "sim/action_bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "sim/fluid_lag.h"
+#include "sim/oracle_solver.h"
+
+namespace lagpilot::sim {
+namespace {
+
+class Search {
+ public:
+  Search(const Trace& trace, const SimConfig& config, const GuardConfig& guards, int64_t budget,
+         const ActionBoundOptions& options, ActionBound& out)
+      : trace_(trace),
+        config_(config),
+        guards_(guards),
+        budget_(budget),
+        options_(options),
+        out_(out) {}
+
+  ActionBoundProbe probe(int64_t price) {
+    OracleOptions o = options_.oracle;
+    o.change_price = price;
+    const OracleResult r = fluid::solve_schedule(trace_, config_, guards_, o);
+    if (r.forward_mismatches != 0) {
+      throw std::logic_error(
+          "action_budget_bound: the DP's forward pass missed its optimum at "
+          "price " +
+          std::to_string(price));
+    }
+    ++solves_;
+    ActionBoundProbe p;
+    p.price = price;
+    p.priced_optimum = r.priced_optimum;
+    p.changes = r.productive_changes;
+    p.value = r.priced_optimum - price * budget_;
+    const FluidRun fluid = evaluate_fluid(trace_, config_, r.workers);
+    p.pool_actions = fluid.kpis.scale_actions;
+    p.pool_worker_ticks = r.worker_ticks;
+    const int64_t above = std::llround(fluid.kpis.seconds_above_slo / config_.tick_seconds);
+    p.pool_keeps_slo = above <= r.unavoidable_ticks;
+    if (price == 0) {
+      out_.oracle_worker_ticks = r.bound_worker_ticks;
+      out_.oracle_actions = p.pool_actions;
+      out_.unavoidable_ticks = r.unavoidable_ticks;
+    }
+    if (out_.probes.empty() || p.value > out_.bound_worker_ticks) {
+      out_.bound_worker_ticks = p.value;
+      out_.best_price = price;
+    }
+    if (p.changes == budget_ && p.value == out_.bound_worker_ticks) out_.exact = true;
+    if (p.pool_keeps_slo && p.pool_actions <= budget_ &&
+        (!out_.has_witness || p.pool_worker_ticks < out_.witness_worker_ticks)) {
+      out_.has_witness = true;
+      out_.witness_worker_ticks = p.pool_worker_ticks;
+      out_.witness_actions = p.pool_actions;
+      out_.witness_price = price;
+    }
+    out_.probes.push_back(p);
+    return p;
+  }
+  bool can_solve() const { return solves_ < options_.max_solves; }
+
+ private:
+  const Trace& trace_;
+  const SimConfig& config_;
+  const GuardConfig& guards_;
+  int64_t budget_;
+  const ActionBoundOptions& options_;
+  ActionBound& out_;
+  int solves_ = 0;
+};
+
+}  // namespace
+
+double ActionBound::bound_ratio() const {
+  if (!budget_feasible) return std::numeric_limits<double>::infinity();
+  if (oracle_worker_ticks <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return double(bound_worker_ticks) / double(oracle_worker_ticks);
+}
+
+double ActionBound::witness_ratio() const {
+  if (!has_witness || oracle_worker_ticks <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return double(witness_worker_ticks) / double(oracle_worker_ticks);
+}
+
+ActionBound action_budget_bound(const Trace& trace, const SimConfig& config,
+                                const GuardConfig& guards, int64_t budget,
+                                const ActionBoundOptions& options) {
+  if (budget < 0) throw std::invalid_argument("action_budget_bound: budget K must be >= 0");
+  if (options.max_solves < 2) {
+    throw std::invalid_argument("action_budget_bound: max_solves must be >= 2");
+  }
+  ActionBound out;
+  out.budget = budget;
+  out.tick_seconds = config.tick_seconds;
+  Search search(trace, config, guards, budget, options, out);
+
+  ActionBoundProbe lo = search.probe(0);
+  if (lo.changes <= budget) {
+    out.exact = true;  // the oracle itself changes at most K times: g(0) = its cost is the least
+    return out;
+  }
+  // A price above any difference of worker-tick costs makes the DP minimize changes first. Any
+  // DP schedule costs at most ticks x best x (1 + m) (each tick's workers, each added worker's
+  // warm-up, at most best added per tick); max_workers stands in for best.
+  const int64_t ticks = fluid::tick_count(trace, config.tick_seconds);
+  const int64_t warmup_ticks =
+      static_cast<int64_t>(std::ceil(config.model.warmup_seconds / config.tick_seconds)) + 1;
+  const int64_t top = std::max(guards.max_workers, config.initial_workers);
+  const int64_t max_price = ticks * top * (1 + warmup_ticks) + 1;
+
+  // Doubling: the first price whose optimum changes at most K times.
+  ActionBoundProbe hi = lo;
+  for (int64_t price = 1;; price = std::min(max_price, price * 2)) {
+    if (!search.can_solve()) return out;  // valid, perhaps not the largest
+    hi = search.probe(price);
+    if (hi.changes <= budget) break;
+    lo = hi;
+    if (price == max_price) {
+      out.budget_feasible = false;  // the fewest changes possible exceed K
+      return out;
+    }
+  }
+  if (hi.changes == budget) return out;
+
+  // Integers between lo (supergradient > 0) and hi (< 0): the maximum of the concave g lies in
+  // [lo.price, hi.price]. The two supergradient lines meet at x, above every g on the interval.
+  bool bisect = false;
+  while (hi.price - lo.price > 1 && search.can_solve()) {
+    const double s_lo = double(lo.changes - budget), s_hi = double(hi.changes - budget);
+    const double x =
+        (double(hi.value - lo.value) + s_lo * double(lo.price) - s_hi * double(hi.price)) /
+        (s_lo - s_hi);
+    const double ceiling = double(lo.value) + s_lo * (x - double(lo.price));
+    if (std::floor(ceiling + 1e-9) <= double(out.bound_worker_ticks)) break;  // g is integral
+    int64_t mid = bisect ? lo.price + (hi.price - lo.price) / 2 : std::llround(x);
+    mid = std::clamp(mid, lo.price + 1, hi.price - 1);
+    bisect = !bisect;
+    const ActionBoundProbe p = search.probe(mid);
+    if (p.changes == budget) break;  // a supergradient 0: g's maximum
+    if (p.changes > budget) {
+      lo = p;
+    } else {
+      hi = p;
+    }
+  }
+  return out;
+}
+
+const char* action_budget_verdict(const ActionBound& b, double max_worker_seconds_ratio) {
+  if (!b.budget_feasible) return "impossible";
+  // Integral worker-ticks against the ratio: the bound rules the goal out when even it is above.
+  if (double(b.bound_worker_ticks) > max_worker_seconds_ratio * double(b.oracle_worker_ticks)) {
+    return "impossible";
+  }
+  if (b.has_witness &&
+      double(b.witness_worker_ticks) <= max_worker_seconds_ratio * double(b.oracle_worker_ticks)) {
+    return "possible";
+  }
+  return "open";
+}
+
+}  // namespace lagpilot::sim
