@@ -32,7 +32,10 @@ int run_scoreboard(const ScoreboardCommand& c) {
       a.trace = all.back().trace;
       a.bound = sim::action_budget_bound(trace, c.config, c.guards, budget);
       for (const sim::RunResult& r : all.back().runs) {
-        if (r.policy == "hpa" && r.label == "hpa") a.hpa_scale_actions = r.kpis.scale_actions;
+        if (r.policy == "hpa" && r.label == "hpa") {
+          a.hpa_scale_actions = r.kpis.scale_actions;
+          a.hpa_reversals = r.kpis.reversals;
+        }
       }
       spdlog::info(
           "{}: least worker-seconds with at most {} actions >= {:.0f} ({:.3f}x the "

@@ -41,6 +41,7 @@ class Search {
     p.value = r.priced_optimum - price * budget_;
     const FluidRun fluid = evaluate_fluid(trace_, config_, r.workers);
     p.pool_actions = fluid.kpis.scale_actions;
+    p.pool_reversals = fluid.kpis.reversals;
     p.pool_worker_ticks = r.worker_ticks;
     const int64_t above = std::llround(fluid.kpis.seconds_above_slo / config_.tick_seconds);
     p.pool_keeps_slo = above <= r.unavoidable_ticks;
@@ -59,6 +60,7 @@ class Search {
       out_.has_witness = true;
       out_.witness_worker_ticks = p.pool_worker_ticks;
       out_.witness_actions = p.pool_actions;
+      out_.witness_reversals = p.pool_reversals;
       out_.witness_price = price;
     }
     out_.probes.push_back(p);

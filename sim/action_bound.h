@@ -79,6 +79,7 @@ struct ActionBoundProbe {
   int64_t changes = 0;         // of the DP optimum found (a supergradient + K)
   int64_t value = 0;           // g(price) = V(price) - price x K: a lower bound
   int pool_actions = 0;        // scale actions of its pool schedule (fluid replay)
+  int pool_reversals = 0;      // ... and its direction reversals
   int64_t pool_worker_ticks = 0;
   bool pool_keeps_slo = false;  // no tick above the SLO outside the unavoidable ones
 };
@@ -98,6 +99,7 @@ struct ActionBound {
   bool has_witness = false;          // a real schedule with <= K actions within the SLO
   int64_t witness_worker_ticks = 0;  // its worker-ticks (an upper bound on the least)
   int witness_actions = 0;
+  int witness_reversals = 0;
   int64_t witness_price = 0;
   std::vector<ActionBoundProbe> probes;  // in the order tried
 

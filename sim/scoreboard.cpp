@@ -116,6 +116,7 @@ std::vector<std::string> action_bound_header(const ScoreboardGoals& g) {
           "/ oracle",
           "witness / oracle",
           "witness actions",
+          "witness reversals (HPA's)",
           "price",
           "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= K actions"};
 }
@@ -131,6 +132,8 @@ std::vector<std::string> action_bound_row(const Scoreboard& b, const TraceAction
           x.budget_feasible ? text::fixed(x.bound_ratio(), 3) + "x" : "inf",
           x.has_witness ? text::fixed(x.witness_ratio(), 3) + "x" : "-",
           x.has_witness ? std::to_string(x.witness_actions) : "-",
+          (x.has_witness ? std::to_string(x.witness_reversals) : "-") + " (" +
+              std::to_string(a.hpa_reversals) + ")",
           std::to_string(x.best_price),
           action_budget_verdict(x, b.goals.max_worker_seconds_ratio)};
 }
@@ -377,12 +380,14 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
                           {"changes", p.changes},
                           {"bound_worker_ticks", p.value},
                           {"pool_actions", p.pool_actions},
+                          {"pool_reversals", p.pool_reversals},
                           {"pool_worker_ticks", p.pool_worker_ticks},
                           {"pool_keeps_slo", p.pool_keeps_slo}});
       }
       bounds.push_back(
           {{"trace", a.trace},
            {"hpa_scale_actions", a.hpa_scale_actions},
+           {"hpa_reversals", a.hpa_reversals},
            {"budget", x.budget},
            {"oracle_worker_seconds", x.oracle_worker_seconds()},
            {"oracle_scale_actions", x.oracle_actions},

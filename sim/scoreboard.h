@@ -104,6 +104,7 @@ struct PolicyScore {
 struct TraceActionBound {
   std::string trace;
   int hpa_scale_actions = 0;
+  int hpa_reversals = 0;
   ActionBound bound;  // bound.budget = K
 };
 

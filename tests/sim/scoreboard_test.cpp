@@ -123,14 +123,14 @@ TEST(Scoreboard, ActionBoundsMarkTracesWhereTheGoalsCannotBeMetTogether) {
   Scoreboard b = build_scoreboard(two_traces(), 44.3);
   // b (p1 misses 1.2x there): the least with 5 actions is 1.2x the oracle's: impossible. a: the
   // bound is 1.05x and a schedule with 10 actions reaches 1.1x: possible.
-  TraceActionBound on_a{"a", 20, {}};
+  TraceActionBound on_a{"a", 20, 8, {}};
   on_a.bound.budget = 10;
   on_a.bound.oracle_worker_ticks = 1000;
   on_a.bound.bound_worker_ticks = 1050;
   on_a.bound.has_witness = true;
   on_a.bound.witness_worker_ticks = 1100;
   on_a.bound.witness_actions = 9;
-  TraceActionBound on_b{"b", 10, {}};
+  TraceActionBound on_b{"b", 10, 6, {}};
   on_b.bound.budget = 5;
   on_b.bound.oracle_worker_ticks = 2000;
   on_b.bound.bound_worker_ticks = 2400;
