@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -43,6 +44,17 @@ int run_scoreboard(const ScoreboardCommand& c) {
           a.trace, budget, a.bound.bound_worker_seconds(), a.bound.bound_ratio(),
           a.bound.probes.size(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      const int64_t reversals = sim::reversal_budget_of(all.back().runs);
+      const double warmup_ticks = c.config.model.warmup_seconds / c.config.tick_seconds;
+      if (warmup_ticks == std::floor(warmup_ticks)) {
+        a.has_reversal_bound = true;
+        a.reversal_bound = sim::reversal_budget_bound(trace, c.config, c.guards, reversals);
+        spdlog::info("{}: least worker-seconds with at most {} reversals >= {:.0f} ({:.3f}x)",
+                     a.trace, reversals, a.reversal_bound.bound_worker_seconds(),
+                     a.reversal_bound.bound_ratio());
+      } else {
+        spdlog::warn("{}: no reversal bound (the warm-up is not a whole number of ticks)", a.trace);
+      }
       bounds.push_back(std::move(a));
     }
   }

@@ -16,7 +16,8 @@ class Search {
  public:
   Search(const Trace& trace, const SimConfig& config, const GuardConfig& guards, int64_t budget,
          const ActionBoundOptions& options, ActionBound& out)
-      : trace_(trace),
+      : reversals_(out.reversals),
+        trace_(trace),
         config_(config),
         guards_(guards),
         budget_(budget),
@@ -25,7 +26,7 @@ class Search {
 
   ActionBoundProbe probe(int64_t price) {
     OracleOptions o = options_.oracle;
-    o.change_price = price;
+    (reversals_ ? o.reversal_price : o.change_price) = price;
     const OracleResult r = fluid::solve_schedule(trace_, config_, guards_, o);
     if (r.forward_mismatches != 0) {
       throw std::logic_error(
@@ -37,7 +38,7 @@ class Search {
     ActionBoundProbe p;
     p.price = price;
     p.priced_optimum = r.priced_optimum;
-    p.changes = r.productive_changes;
+    p.changes = reversals_ ? r.productive_reversals : r.productive_changes;
     p.value = r.priced_optimum - price * budget_;
     const FluidRun fluid = evaluate_fluid(trace_, config_, r.workers);
     p.pool_actions = fluid.kpis.scale_actions;
@@ -55,7 +56,7 @@ class Search {
       out_.best_price = price;
     }
     if (p.changes == budget_ && p.value == out_.bound_worker_ticks) out_.exact = true;
-    if (p.pool_keeps_slo && p.pool_actions <= budget_ &&
+    if (p.pool_keeps_slo && (reversals_ ? p.pool_reversals : p.pool_actions) <= budget_ &&
         (!out_.has_witness || p.pool_worker_ticks < out_.witness_worker_ticks)) {
       out_.has_witness = true;
       out_.witness_worker_ticks = p.pool_worker_ticks;
@@ -69,6 +70,7 @@ class Search {
   bool can_solve() const { return solves_ < options_.max_solves; }
 
  private:
+  bool reversals_;
   const Trace& trace_;
   const SimConfig& config_;
   const GuardConfig& guards_;
@@ -91,14 +93,16 @@ double ActionBound::witness_ratio() const {
   return double(witness_worker_ticks) / double(oracle_worker_ticks);
 }
 
-ActionBound action_budget_bound(const Trace& trace, const SimConfig& config,
-                                const GuardConfig& guards, int64_t budget,
-                                const ActionBoundOptions& options) {
-  if (budget < 0) throw std::invalid_argument("action_budget_bound: budget K must be >= 0");
+namespace {
+
+ActionBound budget_bound(const Trace& trace, const SimConfig& config, const GuardConfig& guards,
+                         int64_t budget, bool reversals, const ActionBoundOptions& options) {
+  if (budget < 0) throw std::invalid_argument("budget bound: the budget must be >= 0");
   if (options.max_solves < 2) {
-    throw std::invalid_argument("action_budget_bound: max_solves must be >= 2");
+    throw std::invalid_argument("budget bound: max_solves must be >= 2");
   }
   ActionBound out;
+  out.reversals = reversals;
   out.budget = budget;
   out.tick_seconds = config.tick_seconds;
   Search search(trace, config, guards, budget, options, out);
@@ -153,6 +157,20 @@ ActionBound action_budget_bound(const Trace& trace, const SimConfig& config,
     }
   }
   return out;
+}
+
+}  // namespace
+
+ActionBound action_budget_bound(const Trace& trace, const SimConfig& config,
+                                const GuardConfig& guards, int64_t budget,
+                                const ActionBoundOptions& options) {
+  return budget_bound(trace, config, guards, budget, false, options);
+}
+
+ActionBound reversal_budget_bound(const Trace& trace, const SimConfig& config,
+                                  const GuardConfig& guards, int64_t budget,
+                                  const ActionBoundOptions& options) {
+  return budget_bound(trace, config, guards, budget, true, options);
 }
 
 const char* action_budget_verdict(const ActionBound& b, double max_worker_seconds_ratio) {

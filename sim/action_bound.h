@@ -76,7 +76,7 @@ struct ActionBoundOptions {
 struct ActionBoundProbe {
   int64_t price = 0;
   int64_t priced_optimum = 0;  // V(price)
-  int64_t changes = 0;         // of the DP optimum found (a supergradient + K)
+  int64_t changes = 0;         // of the DP optimum found, or its reversals (a supergradient + K)
   int64_t value = 0;           // g(price) = V(price) - price x K: a lower bound
   int pool_actions = 0;        // scale actions of its pool schedule (fluid replay)
   int pool_reversals = 0;      // ... and its direction reversals
@@ -85,7 +85,8 @@ struct ActionBoundProbe {
 };
 
 struct ActionBound {
-  int64_t budget = 0;  // K
+  bool reversals = false;  // the budget counts reversals (reversal_budget_bound)
+  int64_t budget = 0;      // K (or R)
   double tick_seconds = 1.0;
   int64_t oracle_worker_ticks = 0;  // price 0: the oracle's optimum
   int oracle_actions = 0;           // ... and its pool's scale actions
@@ -117,6 +118,23 @@ struct ActionBound {
 ActionBound action_budget_bound(const Trace& trace, const SimConfig& config,
                                 const GuardConfig& guards, int64_t budget,
                                 const ActionBoundOptions& options = {});
+
+// The same for a budget of R direction reversals (a change against the previous change's
+// direction, as Kpis::reversals counts them), with OracleOptions::reversal_price in place of the
+// change price: the least worker-seconds with at most R reversals (any number of actions). The
+// DP keeps the last change's direction in its state. The argument above carries over, with
+// reversals counted as the interior turning points (plateaus below or above both neighbours) of
+// a step function: the sliding minimum p of n has no more of either kind than n. A low plateau
+// of p at v on [a, b] needs n = v somewhere in [a, b - W] with n > v just before a and on
+// (b - W, b]: a low plateau of n inside [a, b - W]. A high plateau of p at v on [a, b] needs
+// n >= v on [a - W, b] with n < v just before a - W and just after b: a high plateau of n there;
+// and two high plateaus of p are separated by a low one of p, so by a point of n below both
+// (in (b1, a2 - W]): their plateaus of n are distinct. Clipping at best merges plateaus only.
+// Needs a warm-up of whole ticks (std::invalid_argument otherwise). The witness: a schedule with
+// at most R reversals (its actions reported).
+ActionBound reversal_budget_bound(const Trace& trace, const SimConfig& config,
+                                  const GuardConfig& guards, int64_t budget,
+                                  const ActionBoundOptions& options = {});
 
 // "possible", "impossible" or "open" for meeting worker-seconds <= ratio x the oracle's with at
 // most K actions: impossible when the bound (or an infeasible budget) rules it out, possible

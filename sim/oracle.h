@@ -115,6 +115,11 @@ struct OracleOptions {
   // does not hold: holding a raised pool through a calm stretch may beat two priced changes), so
   // the DP runs over the whole trace. Used by action_budget_bound (sim/action_bound.h).
   int64_t change_price = 0;
+  // A price, in worker-ticks, on every change of the productive count against the direction of
+  // the previous change (a reversal). The DP then keeps the last change's direction in its state
+  // (three times the work) and needs a warm-up of whole ticks. 0: off. Used by
+  // reversal_budget_bound (sim/action_bound.h).
+  int64_t reversal_price = 0;
 };
 
 struct OracleResult {
@@ -124,11 +129,14 @@ struct OracleResult {
   int64_t worker_ticks = 0;        // sum of workers (worker-seconds / T)
   // The DP's optimum; equals worker_ticks (a self-check). With a change price: the worker-ticks
   // of the DP's schedule, priced_optimum - change_price x productive_changes (worker_ticks, the
-  // pool's, may be less if that schedule has a dip shorter than the warm-up).
+  // pool's, may be less if that schedule has a dip shorter than the warm-up); with a reversal
+  // price, minus reversal_price x productive_reversals too.
   int64_t bound_worker_ticks = 0;
   int64_t change_price = 0;        // OracleOptions::change_price
-  int64_t priced_optimum = 0;      // min over schedules of worker-ticks + price x changes
+  int64_t priced_optimum = 0;      // min over schedules of worker-ticks + the prices
   int64_t productive_changes = 0;  // ticks in which the DP schedule's productive count changes
+  int64_t reversal_price = 0;      // OracleOptions::reversal_price
+  int64_t productive_reversals = 0;  // ... its changes against the previous one (with the price)
   int64_t unavoidable_ticks = 0;   // ticks above the SLO even at max workers (|U|)
   int64_t ticks_above_slo = 0;     // of `workers` in the fluid model; equals unavoidable_ticks
   int warmup_ticks = 0;            // m: whole ticks a new worker is charged before it is productive

@@ -164,10 +164,16 @@ class OracleSolver {
                                   std::to_string(options.change_price));
     }
     price_ = options.change_price;
+    if (options.reversal_price < 0 || options.reversal_price > kMaxChangePrice) {
+      throw std::invalid_argument("oracle: reversal_price must be in [0, " +
+                                  std::to_string(kMaxChangePrice) + "], got " +
+                                  std::to_string(options.reversal_price));
+    }
+    reversal_price_ = options.reversal_price;
     // The calm-stretch split rests on an exchange argument that a price breaks: with a price on
     // changes an optimal schedule may rather hold a raised pool through a calm stretch than drop
     // to min_workers and rise again (two changes). So a priced DP runs over the whole trace.
-    split_calm_ = options.split_at_calm && price_ == 0;
+    split_calm_ = options.split_at_calm && price_ == 0 && reversal_price_ == 0;
     tick_ = config.tick_seconds;
     ticks_ = tick_count(trace, tick_);
     slo_ = static_cast<double>(config.lag_slo);
@@ -179,6 +185,12 @@ class OracleSolver {
     m_ = static_cast<int>(whole);
     f_ = frac;
     split_ = f_ > 0.0;
+    if (reversal_price_ > 0 && split_) {
+      throw std::invalid_argument(
+          "oracle: reversal_price needs a warm-up of whole ticks (a tick with a removal and an "
+          "addition would hold a reversal of its own)");
+    }
+    dirs_ = reversal_price_ > 0 ? 3 : 1;
     j0_ = static_cast<int64_t>(m_) + 2;
     initial_ = config.initial_workers;
     min_ = guards.min_workers;
@@ -261,6 +273,8 @@ class OracleSolver {
   // Value-function sets V (one StepFn per productive count) live in pool_, named by index.
   void backward_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
                      double lo, double hi);
+  void directed_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
+                     double lo, double hi);
   template <typename Visit>
   void backward_range(int64_t s, int64_t top, int top_set, int64_t bottom, int first_slot,
                       bool keep, Visit&& visit);
@@ -268,7 +282,7 @@ class OracleSolver {
   std::vector<StepFn>& slot(int id) {
     if (static_cast<std::size_t>(id) >= pool_.size()) {
       pool_.resize(static_cast<std::size_t>(id) + 1,
-                   std::vector<StepFn>(static_cast<std::size_t>(pmax_) + 1));
+                   std::vector<StepFn>(static_cast<std::size_t>(dirs_ * (pmax_ + 1))));
     }
     return pool_[static_cast<std::size_t>(id)];
   }
@@ -276,6 +290,12 @@ class OracleSolver {
   const Trace& trace_;
   OracleOptions options_;
   int64_t price_ = 0;       // OracleOptions::change_price
+  int64_t reversal_price_ = 0;  // OracleOptions::reversal_price
+  // States per productive count: 1, or 3 with a reversal price (the direction of the last
+  // change: none, up, down); a value-function set holds dirs_ x (pmax_ + 1) functions, the
+  // direction d's at d x (pmax_ + 1) + q.
+  int dirs_ = 1;
+  int d_ = 0;               // forward pass: the direction of the last change
   bool split_calm_ = true;  // split at calm stretches (never with a price)
   double tick_ = 1.0;
   int64_t ticks_ = 1;
@@ -299,7 +319,6 @@ class OracleSolver {
   int q_ = 0;                            // forward pass state
   double lag_ = 0;                       // forward pass state
   int64_t path_cost_ = 0;
-  int64_t path_changes_ = 0;  // ticks of the forward path in which the productive count changed
   int64_t mismatches_ = 0;
   int64_t dp_ticks_ = 0;
   int segments_ = 0;
@@ -382,6 +401,10 @@ void OracleSolver::find_unavoidable_and_calm() {
 
 void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
                                  std::vector<StepFn>& out, double lo, double hi) {
+  if (dirs_ > 1) {
+    directed_step(j, next, out, lo, hi);
+    return;
+  }
   load_tick(j);
   const Ranges r = ranges(j);
   const Ranges prev = ranges(j - 1);
@@ -440,6 +463,64 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
   }
 }
 
+// backward_step with a reversal price (whole-tick warm-up: no tick splits, so a tick changes the
+// productive count at most once, up or down). From state (q, d) at the tick's start: stay at q
+// (direction d kept); go up to p > q (additions, m each; direction up); go down to p < q
+// (removals; direction down). A change pays change_price, and reversal_price when it goes
+// against d (d = none before the first change).
+void OracleSolver::directed_step(int64_t j, const std::vector<StepFn>& next,
+                                 std::vector<StepFn>& out, double lo, double hi) {
+  load_tick(j);
+  const Ranges r = ranges(j);
+  const Ranges prev = ranges(j - 1);
+  const double cap = slo_of(j);
+  const int n = pmax_ + 1;
+  for (int d = 0; d < 3; ++d) {
+    for (int p = r.b_lo; p <= r.b_hi; ++p) {
+      transform(next[d * n + p], map_b(p), cap, p, lo, hi, g_[d * n + p]);
+    }
+  }
+  // y_[p] = min over p' >= p of G_up(p') + m (p' - p): the cheapest way up to p or beyond.
+  if (r.grow) {
+    y_[r.b_hi] = g_[n + r.b_hi];
+    for (int p = r.b_hi - 1; p >= r.b_lo; --p) {
+      y_[p] = g_[n + p];
+      min_into(y_[p], y_[p + 1], m_, scratch_);
+    }
+  }
+  const int down_lo = std::max(r.a_lo, r.b_lo), down_hi = std::min(r.a_hi, r.b_hi);
+  StepFn down;  // min of G_down(p) over the allowed p < q (grows with q)
+  int next_down = down_lo;
+  StepFn up;
+  for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+    for (; next_down <= std::min(q - 1, down_hi); ++next_down) {
+      min_into(down, g_[2 * n + next_down], 0, scratch_);
+    }
+    const bool keeps = q >= r.a_lo && q <= r.a_hi;  // q itself: no removal before an addition
+    const int s = std::max(q + 1, r.b_lo);
+    up.set_infeasible();
+    if (r.grow && keeps && s <= r.b_hi) {
+      up = y_[s];
+      if (up.feasible()) up.base += static_cast<int64_t>(m_) * (s - q);
+    }
+    const bool stays = keeps && q >= r.b_lo && q <= r.b_hi;
+    for (int d = 0; d < 3; ++d) {
+      StepFn& o = out[d * n + q];
+      if (stays) {
+        o = g_[d * n + q];
+      } else {
+        o.set_infeasible();
+      }
+      min_into(o, up, price_ + (d == 2 ? reversal_price_ : 0), scratch_);
+      min_into(o, down, price_ + (d == 1 ? reversal_price_ : 0), scratch_);
+      const auto levels = static_cast<int64_t>(o.thr.size());
+      level_sum_ += levels;
+      ++level_count_;
+      level_max_ = std::max(level_max_, levels);
+    }
+  }
+}
+
 // The backward recursion from V at relative index `top` (pool_[top_set]) down to index
 // `bottom`, calling visit(i, set) for i = top - 1 .. bottom. Computed sets go to pool slots from
 // `first_slot`: alternating between two when `keep` is false (only the latest is needed), else
@@ -470,6 +551,9 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
     const double cap = slo_of(j);
     int64_t best = kInfCost;
     int best_p = -1;
+    // With a reversal price: the direction after choosing p, and whether p reverses.
+    auto dir_of = [&](int p) { return p > q_ ? 1 : p < q_ ? 2 : d_; };
+    auto reversal = [&](int p) { return d_ != 0 && p != q_ && dir_of(p) != d_; };
     double best_lag = 0.0;
     for (int p = r.b_lo; p <= r.b_hi; ++p) {
       if (!r.grow && p > q_) continue;
@@ -477,9 +561,10 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
       if (a < r.a_lo || a > r.a_hi) continue;
       const double lag = advance(lag_, a, p);
       if (lag > cap + kLagTol) continue;
-      const int64_t rest = next[p].eval(lag);
+      const int64_t rest = next[(dirs_ > 1 ? dir_of(p) : 0) * (pmax_ + 1) + p].eval(lag);
       if (rest >= kInfCost) continue;
-      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a) + (p != q_ ? price_ : 0);
+      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a) + (p != q_ ? price_ : 0) +
+                            (reversal(p) ? reversal_price_ : 0);
       if (total < best || (total == best && std::abs(p - q_) < std::abs(best_p - q_))) {
         best = total;
         best_p = p;
@@ -491,10 +576,8 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
                              std::to_string(lag_) + ", productive " + std::to_string(q_) + ")");
     }
     path_cost_ += best_p + static_cast<int64_t>(m_) * (best_p - std::min(q_, best_p));
-    if (best_p != q_) {
-      path_cost_ += price_;
-      ++path_changes_;
-    }
+    path_cost_ += (best_p != q_ ? price_ : 0) + (reversal(best_p) ? reversal_price_ : 0);
+    d_ = dir_of(best_p);
     set_productive(j, best_p);
     q_ = best_p;
     lag_ = best_lag;
@@ -531,11 +614,14 @@ void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
     std::vector<StepFn>& terminal = slot(0);
     for (StepFn& f : terminal) f.set_infeasible();
     const Ranges r = ranges(e);
-    for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[q].set_zero();
+    for (int d = 0; d < dirs_; ++d) {
+      for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[d * (pmax_ + 1) + q].set_zero();
+    }
   }
   const int64_t every = options_.checkpoint_ticks;
   int64_t expected = kInfCost;
   q_ = q0;
+  d_ = 0;
   lag_ = 0.0;
   path_cost_ = 0;
   auto value_at_start = [&](int set) { return pool_[static_cast<std::size_t>(set)][q0].eval(0.0); };
@@ -582,10 +668,9 @@ OracleResult OracleSolver::solve() {
   find_unavoidable_and_calm();
   productive_ = WorkerSchedule();
   productive_.append(initial_);
-  g_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  g_.assign(static_cast<std::size_t>(dirs_ * (pmax_ + 1)), StepFn{});
   y_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   stay_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
-  path_changes_ = 0;
   objective_ = 0;
   int64_t next = 1;
   auto busy = [&](int64_t s, int64_t e) {
@@ -608,12 +693,23 @@ OracleResult OracleSolver::solve() {
   result.forward_mismatches = mismatches_;
   result.change_price = price_;
   result.priced_optimum = objective_;
-  result.productive_changes = path_changes_;
-  result.bound_worker_ticks = objective_ - price_ * path_changes_;
+  result.reversal_price = reversal_price_;
   result.mean_levels = level_count_ > 0 ? double(level_sum_) / double(level_count_) : 0.0;
   result.max_levels = level_max_;
   result.unavoidable_ticks = unavoidable_ticks_;
   productive_.append(min_, ticks_ + 1 - productive_.size());  // calm to the end
+  // Changes and reversals of the productive schedule over the whole trace (calm stretches
+  // included): what the prices charged when they are on (one segment).
+  int last_direction = 0;
+  const auto& p_runs = productive_.runs();
+  for (std::size_t i = 1; i < p_runs.size(); ++i) {
+    const int direction = p_runs[i].workers > p_runs[i - 1].workers ? 1 : 2;
+    ++result.productive_changes;
+    if (last_direction != 0 && direction != last_direction) ++result.productive_reversals;
+    last_direction = direction;
+  }
+  result.bound_worker_ticks = objective_ - price_ * result.productive_changes -
+                              reversal_price_ * result.productive_reversals;
   result.workers = pool_schedule();
   const auto& runs = result.workers.runs();
   for (std::size_t r = 0; r < runs.size(); ++r) {

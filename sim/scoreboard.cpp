@@ -100,6 +100,41 @@ const TraceActionBound* action_bound_of(const Scoreboard& b, const std::string& 
   return nullptr;
 }
 
+bool reversal_pair_impossible(const Scoreboard& b, const std::string& trace) {
+  const TraceActionBound* a = action_bound_of(b, trace);
+  return a != nullptr && a->has_reversal_bound &&
+         std::string(action_budget_verdict(a->reversal_bound, b.goals.max_worker_seconds_ratio)) ==
+             "impossible";
+}
+
+std::vector<std::string> reversal_bound_header(const ScoreboardGoals& g) {
+  return {"trace",
+          "HPA's reversals",
+          "R",
+          "least ws at <=R reversals",
+          "/ oracle",
+          "witness / oracle",
+          "witness reversals",
+          "witness actions (K)",
+          "price",
+          "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= R reversals"};
+}
+
+std::vector<std::string> reversal_bound_row(const Scoreboard& b, const TraceActionBound& a) {
+  const ActionBound& x = a.reversal_bound;
+  return {a.trace,
+          std::to_string(a.hpa_reversals),
+          std::to_string(x.budget),
+          x.budget_feasible ? text::fixed(x.bound_worker_seconds(), 0) : "none keeps the SLO",
+          x.budget_feasible ? text::fixed(x.bound_ratio(), 3) + "x" : "inf",
+          x.has_witness ? text::fixed(x.witness_ratio(), 3) + "x" : "-",
+          x.has_witness ? std::to_string(x.witness_reversals) : "-",
+          (x.has_witness ? std::to_string(x.witness_actions) : "-") + " (" +
+              std::to_string(a.bound.budget) + ")",
+          std::to_string(x.best_price),
+          action_budget_verdict(x, b.goals.max_worker_seconds_ratio)};
+}
+
 bool pair_impossible(const Scoreboard& b, const std::string& trace) {
   const TraceActionBound* a = action_bound_of(b, trace);
   return a != nullptr && std::string(action_budget_verdict(
@@ -158,6 +193,13 @@ int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoa
   if (hpa == nullptr) return -1;
   return static_cast<int64_t>(
       std::floor(goals.max_actions_ratio * double(hpa->kpis.scale_actions) + 1e-9));
+}
+
+int64_t reversal_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals) {
+  const RunResult* hpa = find_reference(runs, "hpa");
+  if (hpa == nullptr) return -1;
+  return static_cast<int64_t>(
+      std::floor(goals.max_reversals_ratio * double(hpa->kpis.reversals) + 1e-9));
 }
 
 nlohmann::json ScoreboardGoals::to_json() const {
@@ -303,6 +345,10 @@ std::string format_scoreboard(const Scoreboard& b) {
       if (!what.empty() && (!s.worker_seconds_ok || !s.actions_ok) && pair_impossible(b, s.trace)) {
         what += " (ws and actions together: impossible)";
       }
+      if (!what.empty() && (!s.worker_seconds_ok || !s.reversals_ok) &&
+          reversal_pair_impossible(b, s.trace)) {
+        what += " (ws and reversals together: impossible)";
+      }
       if (!what.empty()) out << " [" << s.trace << ":" << what << "]";
     }
     out << "\n";
@@ -316,6 +362,16 @@ std::string format_scoreboard(const Scoreboard& b) {
     std::vector<std::vector<std::string>> bound_rows = {action_bound_header(b.goals)};
     for (const TraceActionBound& a : b.action_bounds) bound_rows.push_back(action_bound_row(b, a));
     format_rows(out, bound_rows);
+    std::vector<std::vector<std::string>> reversal_rows = {reversal_bound_header(b.goals)};
+    for (const TraceActionBound& a : b.action_bounds) {
+      if (a.has_reversal_bound) reversal_rows.push_back(reversal_bound_row(b, a));
+    }
+    if (reversal_rows.size() > 1) {
+      out << "the same with at most R = floor(" << text::num(b.goals.max_reversals_ratio)
+          << " x HPA's) direction reversals (any number of actions; witness: a schedule with "
+             "<= R reversals, its actions beside K):\n";
+      format_rows(out, reversal_rows);
+    }
   }
   return out.str();
 }
@@ -404,6 +460,26 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
             x.has_witness ? nlohmann::json(x.witness_actions) : nlohmann::json(nullptr)},
            {"verdict", action_budget_verdict(x, b.goals.max_worker_seconds_ratio)},
            {"probes", std::move(probes)}});
+      const ActionBound& y = a.reversal_bound;
+      if (a.has_reversal_bound) {
+        bounds.back()["reversals"] = {
+            {"budget", y.budget},
+            {"budget_feasible", y.budget_feasible},
+            {"bound_worker_seconds", y.budget_feasible ? nlohmann::json(y.bound_worker_seconds())
+                                                       : nlohmann::json(nullptr)},
+            {"bound_ratio",
+             y.budget_feasible ? nlohmann::json(y.bound_ratio()) : nlohmann::json(nullptr)},
+            {"best_price", y.best_price},
+            {"exact", y.exact},
+            {"solves", y.probes.size()},
+            {"witness_worker_seconds",
+             y.has_witness ? nlohmann::json(y.witness_worker_seconds()) : nlohmann::json(nullptr)},
+            {"witness_reversals",
+             y.has_witness ? nlohmann::json(y.witness_reversals) : nlohmann::json(nullptr)},
+            {"witness_scale_actions",
+             y.has_witness ? nlohmann::json(y.witness_actions) : nlohmann::json(nullptr)},
+            {"verdict", action_budget_verdict(y, b.goals.max_worker_seconds_ratio)}};
+      }
     }
     out["action_bounds"] = std::move(bounds);
   }

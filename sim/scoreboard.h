@@ -106,6 +106,10 @@ struct TraceActionBound {
   int hpa_scale_actions = 0;
   int hpa_reversals = 0;
   ActionBound bound;  // bound.budget = K
+  // The same with at most R = floor(max_reversals_ratio x HPA's) reversals
+  // (reversal_budget_bound), when has_reversal_bound.
+  bool has_reversal_bound = false;
+  ActionBound reversal_bound;
 };
 
 struct Scoreboard {
@@ -135,6 +139,9 @@ Scoreboard build_scoreboard(const std::vector<TraceRuns>& traces, double peak_wo
 // K for the action-budget bound of one trace's runs: floor(goals.max_actions_ratio x the HPA
 // reference's scale actions); -1 without an HPA run.
 int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals = {});
+// R for the reversal-budget bound: floor(goals.max_reversals_ratio x HPA's reversals); -1
+// without an HPA run.
+int64_t reversal_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals = {});
 
 // The text table: one row per policy, then the traces on which each non-reference policy
 // misses a goal, then (when computed) the action-budget bound per trace; a trace on which no

@@ -273,6 +273,94 @@ TEST(ActionBound, BetweenTheOracleAndAStaticPoolOnABurst) {
   EXPECT_GE(two.bound_worker_ticks, oracle.bound_worker_ticks);
 }
 
+TEST(ActionBound, PulseWithoutReversals) {
+  // From 1 worker: up for the pulse and down after it is one reversal (the oracle, 16); with
+  // none the pool stays up after the pulse (24), at a reversal price above 8.
+  const SimConfig c = linear_config(0.0, 1, 5);
+  const GuardConfig g = bounds(1, 3);
+  OracleOptions o;
+  o.reversal_price = 5;
+  const OracleResult low = solve_oracle(pulse(), c, g, o);
+  EXPECT_EQ(low.priced_optimum, 21);
+  EXPECT_EQ(low.productive_reversals, 1);
+  EXPECT_EQ(low.bound_worker_ticks, 16);
+  o.reversal_price = 9;
+  const OracleResult high = solve_oracle(pulse(), c, g, o);
+  EXPECT_EQ(high.priced_optimum, 24);
+  EXPECT_EQ(high.productive_reversals, 0);
+  const ActionBound none = reversal_budget_bound(pulse(), c, g, 0);
+  EXPECT_TRUE(none.reversals);
+  EXPECT_EQ(none.bound_worker_ticks, 24);
+  EXPECT_TRUE(none.has_witness);
+  EXPECT_EQ(none.witness_reversals, 0);
+  EXPECT_EQ(reversal_budget_bound(pulse(), c, g, 1).bound_worker_ticks, 16);
+  // A fractional warm-up has no reversal DP.
+  SimConfig half = c;
+  half.model.warmup_seconds = 0.5;
+  EXPECT_THROW(reversal_budget_bound(pulse(), half, g, 0), std::invalid_argument);
+}
+
+TEST(ActionBound, ReversalBoundAgainstBruteForceOnTinyTraces) {
+  std::mt19937 rng(20261203);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int checked = 0;
+  for (int instance = 0; instance < 90; ++instance) {
+    SimConfig c;
+    c.model.service_mean_seconds = 0.1;
+    c.model.usl_sigma = 0.1;
+    c.model.usl_kappa = 0.02;
+    c.model.warmup_seconds = static_cast<double>(instance % 3);  // whole ticks
+    const int min_w = instance % 2;
+    const int max_w = min_w + 2;
+    c.initial_workers = min_w + static_cast<int>(unit(rng) * 3);
+    c.lag_slo = static_cast<int64_t>(unit(rng) * 25.0);
+    const int ticks = 7;
+    Trace t = trace_of({});
+    for (int b = 0; b < ticks; ++b) {
+      const double u = unit(rng);
+      t.rates.push_back(u < 0.2 ? 0.0 : u * 1.2 * c.model.capacity(max_w));
+    }
+    const GuardConfig g = bounds(min_w, max_w);
+    // Brute force over every pool schedule: the least worker-ticks with at most R reversals.
+    std::vector<int> w(ticks, min_w);
+    w[0] = c.initial_workers;
+    int64_t unavoidable = std::numeric_limits<int64_t>::max();
+    std::vector<std::tuple<int64_t, int64_t, int>> all;
+    for (;;) {
+      const FluidRun r = evaluate_fluid(t, c, WorkerSchedule::from_vector(w));
+      const int64_t above = std::llround(r.kpis.seconds_above_slo);
+      unavoidable = std::min(unavoidable, above);
+      all.emplace_back(above, std::accumulate(w.begin(), w.end(), int64_t{0}), r.kpis.reversals);
+      std::size_t k = 1;
+      while (k < w.size() && w[k] == max_w) w[k++] = min_w;
+      if (k >= w.size()) break;
+      ++w[k];
+    }
+    for (int64_t budget = 0; budget <= 2; ++budget) {
+      int64_t least = std::numeric_limits<int64_t>::max();
+      for (const auto& [above, cost, reversals] : all) {
+        if (above == unavoidable && reversals <= budget) least = std::min(least, cost);
+      }
+      const ActionBound b = reversal_budget_bound(t, c, g, budget);
+      if (least == std::numeric_limits<int64_t>::max()) {
+        EXPECT_FALSE(b.has_witness);
+        continue;
+      }
+      ++checked;
+      EXPECT_LE(b.bound_worker_ticks, least) << "instance " << instance << " R " << budget;
+      if (b.has_witness) {
+        EXPECT_GE(b.witness_worker_ticks, least);
+      }
+      // No warm-up: every productive schedule is a pool schedule, and R = 0 is solved exactly
+      // (a price above any cost difference).
+      if (c.model.warmup_seconds == 0.0 && budget == 0) {
+        EXPECT_EQ(b.bound_worker_ticks, least) << "instance " << instance;
+      }
+    }
+  }
+  EXPECT_GT(checked, 150);
+}
+
 TEST(ActionBound, RejectsANegativeBudgetAndPrice) {
   const SimConfig c = linear_config(0.0, 1, 5);
   EXPECT_THROW(action_budget_bound(pulse(), c, bounds(1, 3), -1), std::invalid_argument);
