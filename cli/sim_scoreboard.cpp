@@ -49,6 +49,7 @@ int run_scoreboard(const ScoreboardCommand& c) {
       if (warmup_ticks == std::floor(warmup_ticks)) {
         a.has_reversal_bound = true;
         a.reversal_bound = sim::reversal_budget_bound(trace, c.config, c.guards, reversals);
+        a.joint = sim::joint_budget_bound(trace, c.config, c.guards, a.bound, a.reversal_bound);
         spdlog::info("{}: least worker-seconds with at most {} reversals >= {:.0f} ({:.3f}x)",
                      a.trace, reversals, a.reversal_bound.bound_worker_seconds(),
                      a.reversal_bound.bound_ratio());

@@ -173,6 +173,58 @@ ActionBound reversal_budget_bound(const Trace& trace, const SimConfig& config,
   return budget_bound(trace, config, guards, budget, true, options);
 }
 
+JointBound joint_budget_bound(const Trace& trace, const SimConfig& config,
+                              const GuardConfig& guards, const ActionBound& by_actions,
+                              const ActionBound& by_reversals) {
+  if (by_actions.reversals || !by_reversals.reversals) {
+    throw std::invalid_argument("joint_budget_bound: an action bound and a reversal bound, please");
+  }
+  JointBound out;
+  const int64_t k = by_actions.budget, r = by_reversals.budget;
+  out.budget_feasible = by_actions.budget_feasible && by_reversals.budget_feasible;
+  out.bound_worker_ticks = std::max(by_actions.bound_worker_ticks, by_reversals.bound_worker_ticks);
+  auto consider = [&](int64_t worker_ticks, int actions, int reversals, bool keeps_slo) {
+    if (!keeps_slo || actions > k || reversals > r) return;
+    if (out.has_witness && worker_ticks >= out.witness_worker_ticks) return;
+    out.has_witness = true;
+    out.witness_worker_ticks = worker_ticks;
+    out.witness_actions = actions;
+    out.witness_reversals = reversals;
+  };
+  for (const ActionBound* b : {&by_actions, &by_reversals}) {
+    for (const ActionBoundProbe& p : b->probes) {
+      consider(p.pool_worker_ticks, p.pool_actions, p.pool_reversals, p.pool_keeps_slo);
+    }
+  }
+  if (!out.budget_feasible) return out;
+  const int64_t la = by_actions.best_price, lr = by_reversals.best_price;
+  for (const int64_t change : {la / 2, la, la * 2}) {
+    for (const int64_t reversal : {lr / 2, lr, lr * 2}) {
+      if (change == 0 || reversal == 0) continue;  // the 1-D searches' ground
+      OracleOptions o;
+      o.change_price = change;
+      o.reversal_price = reversal;
+      const OracleResult res = fluid::solve_schedule(trace, config, guards, o);
+      ++out.solves;
+      out.bound_worker_ticks =
+          std::max(out.bound_worker_ticks, res.priced_optimum - change * k - reversal * r);
+      const FluidRun fluid = evaluate_fluid(trace, config, res.workers);
+      const int64_t above = std::llround(fluid.kpis.seconds_above_slo / config.tick_seconds);
+      consider(res.worker_ticks, fluid.kpis.scale_actions, fluid.kpis.reversals,
+               above <= res.unavoidable_ticks);
+    }
+  }
+  return out;
+}
+
+const char* joint_budget_verdict(const JointBound& b, int64_t oracle_worker_ticks,
+                                 double max_worker_seconds_ratio) {
+  const double limit = max_worker_seconds_ratio * double(oracle_worker_ticks);
+  if (!b.budget_feasible || double(b.bound_worker_ticks) > limit) return "impossible";
+  if (b.has_witness && double(b.witness_worker_ticks) <= limit) return "possible";
+  return "open";
+}
+
 const char* action_budget_verdict(const ActionBound& b, double max_worker_seconds_ratio) {
   if (!b.budget_feasible) return "impossible";
   // Integral worker-ticks against the ratio: the bound rules the goal out when even it is above.

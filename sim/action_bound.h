@@ -136,6 +136,27 @@ ActionBound reversal_budget_bound(const Trace& trace, const SimConfig& config,
                                   const GuardConfig& guards, int64_t budget,
                                   const ActionBoundOptions& options = {});
 
+// Both budgets at once (K actions and R reversals), from the two searches above and a few
+// probes with both prices on (the searches' best prices, halved and doubled): the lower bound is
+// the largest V(change, reversal) - change K - reversal R over every probe (weak duality again;
+// the 1-D bounds are its probes with one price at 0), the witness the cheapest probe schedule
+// with at most K actions and R reversals that keeps the SLO (over every probe of all three).
+struct JointBound {
+  int64_t bound_worker_ticks = 0;
+  bool budget_feasible = true;  // false when either search found its budget infeasible
+  bool has_witness = false;
+  int64_t witness_worker_ticks = 0;
+  int witness_actions = 0;
+  int witness_reversals = 0;
+  int solves = 0;  // the extra probes with both prices
+};
+JointBound joint_budget_bound(const Trace& trace, const SimConfig& config,
+                              const GuardConfig& guards, const ActionBound& by_actions,
+                              const ActionBound& by_reversals);
+// The verdict of a joint bound against the oracle's worker-ticks (as action_budget_verdict).
+const char* joint_budget_verdict(const JointBound& b, int64_t oracle_worker_ticks,
+                                 double max_worker_seconds_ratio);
+
 // "possible", "impossible" or "open" for meeting worker-seconds <= ratio x the oracle's with at
 // most K actions: impossible when the bound (or an infeasible budget) rules it out, possible
 // when the witness meets it (fluid model), open otherwise.

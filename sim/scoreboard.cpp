@@ -117,22 +117,40 @@ std::vector<std::string> reversal_bound_header(const ScoreboardGoals& g) {
           "witness reversals",
           "witness actions (K)",
           "price",
-          "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= R reversals"};
+          "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= R reversals",
+          "both budgets: bound / oracle",
+          "witness / oracle (actions, reversals)",
+          "ws with <= K actions and <= R reversals"};
 }
 
 std::vector<std::string> reversal_bound_row(const Scoreboard& b, const TraceActionBound& a) {
   const ActionBound& x = a.reversal_bound;
-  return {a.trace,
-          std::to_string(a.hpa_reversals),
-          std::to_string(x.budget),
-          x.budget_feasible ? text::fixed(x.bound_worker_seconds(), 0) : "none keeps the SLO",
-          x.budget_feasible ? text::fixed(x.bound_ratio(), 3) + "x" : "inf",
-          x.has_witness ? text::fixed(x.witness_ratio(), 3) + "x" : "-",
-          x.has_witness ? std::to_string(x.witness_reversals) : "-",
-          (x.has_witness ? std::to_string(x.witness_actions) : "-") + " (" +
-              std::to_string(a.bound.budget) + ")",
-          std::to_string(x.best_price),
-          action_budget_verdict(x, b.goals.max_worker_seconds_ratio)};
+  return {
+      a.trace,
+      std::to_string(a.hpa_reversals),
+      std::to_string(x.budget),
+      x.budget_feasible ? text::fixed(x.bound_worker_seconds(), 0) : "none keeps the SLO",
+      x.budget_feasible ? text::fixed(x.bound_ratio(), 3) + "x" : "inf",
+      x.has_witness ? text::fixed(x.witness_ratio(), 3) + "x" : "-",
+      x.has_witness ? std::to_string(x.witness_reversals) : "-",
+      (x.has_witness ? std::to_string(x.witness_actions) : "-") + " (" +
+          std::to_string(a.bound.budget) + ")",
+      std::to_string(x.best_price),
+      action_budget_verdict(x, b.goals.max_worker_seconds_ratio),
+      x.budget_feasible && a.joint.budget_feasible
+          ? text::fixed(double(a.joint.bound_worker_ticks) /
+                            double(std::max<int64_t>(1, a.bound.oracle_worker_ticks)),
+                        3) +
+                "x"
+          : "inf",
+      a.joint.has_witness
+          ? text::fixed(double(a.joint.witness_worker_ticks) /
+                            double(std::max<int64_t>(1, a.bound.oracle_worker_ticks)),
+                        3) +
+                "x (" + std::to_string(a.joint.witness_actions) + ", " +
+                std::to_string(a.joint.witness_reversals) + ")"
+          : "-",
+      joint_budget_verdict(a.joint, a.bound.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)};
 }
 
 bool pair_impossible(const Scoreboard& b, const std::string& trace) {
@@ -479,6 +497,20 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
             {"witness_scale_actions",
              y.has_witness ? nlohmann::json(y.witness_actions) : nlohmann::json(nullptr)},
             {"verdict", action_budget_verdict(y, b.goals.max_worker_seconds_ratio)}};
+        const JointBound& z = a.joint;
+        bounds.back()["both"] = {
+            {"budget_feasible", z.budget_feasible},
+            {"bound_worker_seconds", double(z.bound_worker_ticks) * x.tick_seconds},
+            {"solves", z.solves},
+            {"witness_worker_seconds",
+             z.has_witness ? nlohmann::json(double(z.witness_worker_ticks) * x.tick_seconds)
+                           : nlohmann::json(nullptr)},
+            {"witness_scale_actions",
+             z.has_witness ? nlohmann::json(z.witness_actions) : nlohmann::json(nullptr)},
+            {"witness_reversals",
+             z.has_witness ? nlohmann::json(z.witness_reversals) : nlohmann::json(nullptr)},
+            {"verdict",
+             joint_budget_verdict(z, x.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)}};
       }
     }
     out["action_bounds"] = std::move(bounds);

@@ -110,6 +110,7 @@ struct TraceActionBound {
   // (reversal_budget_bound), when has_reversal_bound.
   bool has_reversal_bound = false;
   ActionBound reversal_bound;
+  JointBound joint;  // both budgets (when has_reversal_bound)
 };
 
 struct Scoreboard {

@@ -294,6 +294,16 @@ TEST(ActionBound, PulseWithoutReversals) {
   EXPECT_TRUE(none.has_witness);
   EXPECT_EQ(none.witness_reversals, 0);
   EXPECT_EQ(reversal_budget_bound(pulse(), c, g, 1).bound_worker_ticks, 16);
+  // Both budgets: one action and no reversal is 1,1,1,3,...,3 again.
+  const JointBound both =
+      joint_budget_bound(pulse(), c, g, action_budget_bound(pulse(), c, g, 1), none);
+  EXPECT_EQ(both.bound_worker_ticks, 24);
+  ASSERT_TRUE(both.has_witness);
+  EXPECT_EQ(both.witness_worker_ticks, 24);
+  EXPECT_EQ(both.witness_actions, 1);
+  EXPECT_EQ(both.witness_reversals, 0);
+  EXPECT_STREQ(joint_budget_verdict(both, 16, 1.15), "impossible");
+  EXPECT_STREQ(joint_budget_verdict(both, 16, 1.5), "possible");
   // A fractional warm-up has no reversal DP.
   SimConfig half = c;
   half.model.warmup_seconds = 0.5;
