@@ -27,6 +27,11 @@ class Search {
   ActionBoundProbe probe(int64_t price) {
     OracleOptions o = options_.oracle;
     (reversals_ ? o.reversal_price : o.change_price) = price;
+    // Checkpoints every ~sqrt(ticks): the memory of a priced DP (long value functions) is
+    // (ticks / every + every) value-function sets.
+    const auto ticks = static_cast<double>(fluid::tick_count(trace_, config_.tick_seconds));
+    o.checkpoint_ticks =
+        std::clamp(static_cast<int>(std::sqrt(ticks)), 16, options_.oracle.checkpoint_ticks);
     const OracleResult r = fluid::solve_schedule(trace_, config_, guards_, o);
     if (r.forward_mismatches != 0) {
       throw std::logic_error(
@@ -119,7 +124,8 @@ ActionBound budget_bound(const Trace& trace, const SimConfig& config, const Guar
   const int64_t warmup_ticks =
       static_cast<int64_t>(std::ceil(config.model.warmup_seconds / config.tick_seconds)) + 1;
   const int64_t top = std::max(guards.max_workers, config.initial_workers);
-  const int64_t max_price = ticks * top * (1 + warmup_ticks) + 1;
+  const int64_t proof_price = ticks * top * (1 + warmup_ticks) + 1;
+  const int64_t max_price = std::min(proof_price, options.max_price);
 
   // Doubling: the first price whose optimum changes at most K times.
   ActionBoundProbe hi = lo;
@@ -129,7 +135,9 @@ ActionBound budget_bound(const Trace& trace, const SimConfig& config, const Guar
     if (hi.changes <= budget) break;
     lo = hi;
     if (price == max_price) {
-      out.budget_feasible = false;  // the fewest changes possible exceed K
+      // At a price above any cost difference the fewest changes possible exceed K; below it
+      // nothing is proven.
+      if (max_price == proof_price) out.budget_feasible = false;
       return out;
     }
   }
@@ -202,12 +210,14 @@ JointBound joint_budget_bound(const Trace& trace, const SimConfig& config,
     for (const int64_t reversal : {lr / 2, lr, lr * 2}) {
       if (change == 0 || reversal == 0) continue;  // the 1-D searches' ground
       OracleOptions o;
-      o.change_price = change;
-      o.reversal_price = reversal;
+      o.change_price = std::min(change, ActionBoundOptions{}.max_price);
+      o.reversal_price = std::min(reversal, ActionBoundOptions{}.max_price);
+      const auto ticks = static_cast<double>(fluid::tick_count(trace, config.tick_seconds));
+      o.checkpoint_ticks = std::clamp(static_cast<int>(std::sqrt(ticks)), 16, o.checkpoint_ticks);
       const OracleResult res = fluid::solve_schedule(trace, config, guards, o);
       ++out.solves;
-      out.bound_worker_ticks =
-          std::max(out.bound_worker_ticks, res.priced_optimum - change * k - reversal * r);
+      out.bound_worker_ticks = std::max(
+          out.bound_worker_ticks, res.priced_optimum - o.change_price * k - o.reversal_price * r);
       const FluidRun fluid = evaluate_fluid(trace, config, res.workers);
       const int64_t above = std::llround(fluid.kpis.seconds_above_slo / config.tick_seconds);
       consider(res.worker_ticks, fluid.kpis.scale_actions, fluid.kpis.reversals,

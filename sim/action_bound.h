@@ -65,10 +65,19 @@
 
 namespace lagpilot::sim {
 
+// Cost: each probe is a whole-trace DP (no calm split; three times the states with a reversal
+// price), and its value functions hold one level per worker-tick of cost over the reachable
+// lags, so a high price (one change or reversal worth 10^4-10^6 worker-ticks, which a budget
+// far below the oracle's own count needs) makes a probe far slower than the oracle.
 struct ActionBoundOptions {
   // At most this many DP solves (each a whole-trace oracle, no calm split); the bound is valid
   // whenever the search stops, only perhaps not the largest.
   int max_solves = 40;
+  // The highest price tried (a memory bound: a value function holds about one level per
+  // worker-tick of price, and a 24 GB machine ran out of memory at 10^6). Above it the search
+  // stops with the bound it has (valid, perhaps not the largest), and a budget that no schedule
+  // meets is then not proven infeasible.
+  int64_t max_price = int64_t{1} << 15;
   OracleOptions oracle;  // checkpoint_ticks; split_at_calm is moot (off with a price)
 };
 
