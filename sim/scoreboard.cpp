@@ -549,33 +549,45 @@ void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
       << "x HPA's; the pool never above the model's throughput peak N*. FAIL n/m: missed on n "
          "of m traces (in bold).</p>\n";
   if (b.action_bounds.empty()) return;
-  const std::vector<std::string> bhead = action_bound_header(b.goals);
-  out << "<div class=\"table-wrap\"><table id=\"action-bound\" class=\"kpi\">\n<thead><tr>";
-  for (std::size_t c = 0; c < bhead.size(); ++c) {
-    out << "<th" << (c == 0 ? " class=\"name\"" : "") << ">" << html_escape(bhead[c]) << "</th>";
-  }
-  out << "</tr></thead>\n<tbody>\n";
-  for (const TraceActionBound& a : b.action_bounds) {
-    const std::vector<std::string> cells = action_bound_row(b, a);
-    out << "<tr>";
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      const bool impossible = cells[c] == "impossible";
-      out << "<td"
-          << (c == 0       ? " class=\"name\""
-              : impossible ? " class=\"best\""
-                           : "")
-          << ">" << html_escape(cells[c]) << "</td>";
+  // One table per budget; "impossible" in bold.
+  auto table = [&](const char* id, const std::vector<std::string>& head, bool reversals) {
+    out << "<div class=\"table-wrap\"><table id=\"" << id << "\" class=\"kpi\">\n<thead><tr>";
+    for (std::size_t c = 0; c < head.size(); ++c) {
+      out << "<th" << (c == 0 ? " class=\"name\"" : "") << ">" << html_escape(head[c]) << "</th>";
     }
-    out << "</tr>\n";
-  }
-  out << "</tbody></table></div>\n<p class=\"note\">The least worker-seconds of any schedule "
+    out << "</tr></thead>\n<tbody>\n";
+    for (const TraceActionBound& a : b.action_bounds) {
+      if (reversals && !a.has_reversal_bound) continue;
+      const std::vector<std::string> cells =
+          reversals ? reversal_bound_row(b, a) : action_bound_row(b, a);
+      out << "<tr>";
+      for (std::size_t c = 0; c < cells.size(); ++c) {
+        const bool impossible = cells[c] == "impossible";
+        out << "<td"
+            << (c == 0       ? " class=\"name\""
+                : impossible ? " class=\"best\""
+                             : "")
+            << ">" << html_escape(cells[c]) << "</td>";
+      }
+      out << "</tr>\n";
+    }
+    out << "</tbody></table></div>\n";
+  };
+  table("action-bound", action_bound_header(b.goals), false);
+  const bool any_reversal_bound =
+      std::any_of(b.action_bounds.begin(), b.action_bounds.end(),
+                  [](const TraceActionBound& a) { return a.has_reversal_bound; });
+  if (any_reversal_bound) table("reversal-bound", reversal_bound_header(b.goals), true);
+  out << "<p class=\"note\">The least worker-seconds of any schedule "
          "that keeps the lag within the SLO (outside the oracle's unavoidable ticks) with at "
          "most K scale actions, K = floor("
       << html_escape(text::num(b.goals.max_actions_ratio))
       << " x HPA's): a Lagrangian lower bound from the oracle's DP (fluid model). impossible: "
          "no policy meets the worker-seconds and actions goals together on that trace; "
          "possible: a schedule with at most K actions found on the way does; open: neither "
-         "shown.</p>\n";
+         "shown. The second table: the same with at most R = floor("
+      << html_escape(text::num(b.goals.max_reversals_ratio))
+      << " x HPA's) reversals, and with both budgets at once.</p>\n";
 }
 
 }  // namespace lagpilot::sim

@@ -171,6 +171,7 @@ TEST(Scoreboard, ActionBoundsMarkTracesWhereTheGoalsCannotBeMetTogether) {
   std::ostringstream html;
   write_scoreboard_table(html, b);
   EXPECT_NE(html.str().find("<table id=\"action-bound\""), std::string::npos);
+  EXPECT_NE(html.str().find("<table id=\"reversal-bound\""), std::string::npos);
 }
 
 TEST(Scoreboard, TracesMustHaveTheSameRuns) {
