@@ -21,7 +21,9 @@
 //   when the interval is one wide, a supergradient is 0 (the bound is then exact: that schedule
 //   has K changes and cost g), or the crossing's value shows no integer g can beat the best.
 //   If even a price above any cost difference (every schedule then has the fewest changes
-//   possible) leaves more than K changes, no schedule with at most K actions keeps the SLO.
+//   possible) leaves more than K changes, no schedule with at most K actions keeps the SLO; the
+//   prices tried stop at ActionBoundOptions::max_price, so that proof needs the difference to be
+//   below it (small traces).
 //
 // Why it bounds every policy, not only the DP's schedules: take any pool schedule n (the pool
 // size per tick, as a policy produces it) with A scale actions, C worker-ticks and a fluid lag
@@ -47,10 +49,10 @@
 // keeps the lag within the SLO outside the unavoidable ticks (as the oracle does). A policy
 // that spends its SLO allowance could go below it.
 //
-// Upper side: at every probed price whose optimum changes at most K times, the DP's pool
-// schedule is replayed through the fluid model (evaluate_fluid); if it takes at most K actions
-// and keeps the SLO, it is a real schedule with at most K actions, and its worker-ticks bound
-// the least cost from above (the "witness").
+// Upper side: at every probed price the DP's pool schedule is replayed through the fluid model
+// (evaluate_fluid); if it takes at most K actions and keeps the SLO, it is a real schedule with
+// at most K actions, and its worker-ticks bound the least cost from above (the "witness"; the
+// cheapest one is kept).
 //
 // Thread-safety: a pure function of its arguments.
 
