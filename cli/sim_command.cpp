@@ -152,6 +152,7 @@ CommandMain add_sim_command(CLI::App& app) {
     std::string json_out, csv_out;
     std::string html_out;
     int threads = 0;
+    bool action_bound = false;
   };
   auto o = std::make_shared<Options>();
   auto trace_options = std::make_shared<TraceOptions>();
@@ -184,6 +185,11 @@ CommandMain add_sim_command(CLI::App& app) {
   app.add_option("--threads", o->threads, "Policies simulated in parallel (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag(
+      "--action-bound", o->action_bound,
+      "With several traces: also the least worker-seconds any schedule needs with at "
+      "most 0.5x HPA's scale actions, per trace, and whether the worker-seconds and "
+      "actions goals can be met together (sim/action_bound.h; a few oracle DPs per trace)");
   add_fleet_options(app, fleet);
 
   return [o, trace_options, overrides, fleet, policy_option]() -> int {
@@ -242,6 +248,9 @@ CommandMain add_sim_command(CLI::App& app) {
       }
       return run_fleet_sim(trace, fc);
     }
+    if (o->action_bound && o->traces.size() < 2) {
+      throw ConfigError("--action-bound", "several traces only (it is part of the scoreboard)");
+    }
     if (o->traces.size() > 1) {
       if (!o->csv_out.empty()) {
         throw ConfigError("--csv", "one trace only (the scoreboard has no time series)");
@@ -253,6 +262,7 @@ CommandMain add_sim_command(CLI::App& app) {
       board.guards = cfg.guards;
       board.json_out = o->json_out;
       board.html_out = o->html_out;
+      board.action_bound = o->action_bound;
       add_scoreboard_references(specs, order);
       const int threads = sim::hardware_threads(o->threads);
       // The scoreboard reports KPIs only: no run records a decision (no reason text is built).

@@ -22,6 +22,8 @@ struct ScoreboardCommand {
   GuardConfig guards;
   std::string json_out;  // "" = none, "-" = stdout
   std::string html_out;
+  // Also the action-budget bound per trace (sim/action_bound.h; a few oracle DPs per trace).
+  bool action_bound = false;
   // Runs every requested policy (and the references) on one loaded trace, in a fixed order.
   std::function<std::vector<sim::RunResult>(const sim::Trace&)> run;
 };

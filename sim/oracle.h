@@ -108,6 +108,18 @@ struct OracleOptions {
   // Long segments keep the DP's value functions every this many ticks (>= 1) and recompute the
   // ticks in between during the forward pass: memory ~ checkpoint_ticks * P * D doubles.
   int checkpoint_ticks = 1024;
+  // A price, in worker-ticks, on every tick in which the productive count changes (a removal, an
+  // addition becoming productive, or both): the DP then minimizes worker-ticks + change_price x
+  // changes, exactly (integral, like every cost of the DP). 0 (the default) is the oracle itself,
+  // decision for decision. With a price the calm-stretch split is off (its exchange argument
+  // does not hold: holding a raised pool through a calm stretch may beat two priced changes), so
+  // the DP runs over the whole trace. Used by action_budget_bound (sim/action_bound.h).
+  int64_t change_price = 0;
+  // A price, in worker-ticks, on every change of the productive count against the direction of
+  // the previous change (a reversal). The DP then keeps the last change's direction in its state
+  // (three times the work) and needs a warm-up of whole ticks. 0: off. Used by
+  // reversal_budget_bound (sim/action_bound.h).
+  int64_t reversal_price = 0;
 };
 
 struct OracleResult {
@@ -115,7 +127,16 @@ struct OracleResult {
   // as runs: its memory grows with the schedule's changes, not with the trace's length.
   WorkerSchedule workers;
   int64_t worker_ticks = 0;        // sum of workers (worker-seconds / T)
-  int64_t bound_worker_ticks = 0;  // the DP's optimum; equals worker_ticks (a self-check)
+  // The DP's optimum; equals worker_ticks (a self-check). With a change price: the worker-ticks
+  // of the DP's schedule, priced_optimum - change_price x productive_changes (worker_ticks, the
+  // pool's, may be less if that schedule has a dip shorter than the warm-up); with a reversal
+  // price, minus reversal_price x productive_reversals too.
+  int64_t bound_worker_ticks = 0;
+  int64_t change_price = 0;        // OracleOptions::change_price
+  int64_t priced_optimum = 0;      // min over schedules of worker-ticks + the prices
+  int64_t productive_changes = 0;  // ticks in which the DP schedule's productive count changes
+  int64_t reversal_price = 0;      // OracleOptions::reversal_price
+  int64_t productive_reversals = 0;  // ... its changes against the previous one (with the price)
   int64_t unavoidable_ticks = 0;   // ticks above the SLO even at max workers (|U|)
   int64_t ticks_above_slo = 0;     // of `workers` in the fluid model; equals unavoidable_ticks
   int warmup_ticks = 0;            // m: whole ticks a new worker is charged before it is productive

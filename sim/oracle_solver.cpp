@@ -8,130 +8,14 @@
 #include <utility>
 
 #include "sim/fluid_lag.h"
+#include "sim/oracle_step_fn.h"
 #include "sim/worker_schedule.h"
 
 namespace lagpilot::sim::fluid {
 namespace {
 
-constexpr int64_t kInfCost = std::numeric_limits<int64_t>::max() / 4;
-
-// ---------------------------------------------------------------------------------------------
-// Step functions of the lag.
-
-// A non-decreasing, integer-valued function of the lag L (the cost to go), stored by its level
-// sets: f(L) <= base + k  iff  L <= thr[k]. thr is non-decreasing; thr.back() is +infinity when f
-// is finite up to the top of the domain, else f is infinite (infeasible) above it. Only the
-// domain [lo, hi] of the time point matters: levels whose set ends below lo are dropped (base is
-// the value at lo) and the first level that reaches hi ends the list (as +infinity).
-struct StepFn {
-  int64_t base = kInfCost;
-  std::vector<double> thr;
-
-  bool feasible() const { return base < kInfCost; }
-  void set_infeasible() {
-    base = kInfCost;
-    thr.clear();
-  }
-  void set_zero() {
-    base = 0;
-    thr.assign(1, kInf);
-  }
-  int64_t eval(double lag) const {
-    if (!feasible()) return kInfCost;
-    const auto it = std::lower_bound(thr.begin(), thr.end(), lag - kLagTol);
-    if (it == thr.end()) return kInfCost;
-    return base + (it - thr.begin());
-  }
-};
-
-// out(L) = add + f(m(L)) where m(L) <= cap, else infinity; normalized to the domain [lo, hi].
-void transform(const StepFn& f, const LagMap& m, double cap, int64_t add, double lo, double hi,
-               StepFn& out) {
-  if (!f.feasible()) {
-    out.set_infeasible();
-    return;
-  }
-  const std::size_t n = f.thr.size();
-  const double* in = f.thr.data();
-  // m(L) <= y  iff  alpha <= y and L <= y - beta, with y = min(thr, cap). Levels whose set lies
-  // below the domain (or is empty: y < alpha) come first; skip them.
-  std::size_t k = 0;
-  for (; k < n; ++k) {
-    const double y = std::min(in[k], cap);
-    if (y + kLagTol >= m.alpha && y - m.beta >= lo - kLagTol) break;
-  }
-  if (k == n) {
-    out.set_infeasible();
-    return;
-  }
-  out.base = f.base + add + static_cast<int64_t>(k);
-  out.thr.resize(n - k);
-  double* o = out.thr.data();
-  std::size_t len = 0;
-  for (; k < n; ++k) {
-    const double y = std::min(in[k], cap);
-    const double x = y - m.beta;
-    if (x >= hi) {
-      o[len++] = kInf;
-      break;
-    }
-    o[len++] = x;
-    if (y == cap) break;  // every further level has the same set (cut at the cap)
-  }
-  out.thr.resize(len);
-}
-
-// dst (levels from base db) = pointwise max of the level sets with src (from base sb >= db), in
-// place: the level sets of min(f, g). Beyond the end of a list its last threshold holds.
-void merge_above(std::vector<double>& dst, int64_t db, const std::vector<double>& src, int64_t sb) {
-  const std::size_t nd = dst.size(), ns = src.size();
-  const auto off = static_cast<std::size_t>(sb - db);
-  const double dlast = dst.back(), slast = src.back();
-  if (dlast == kInf && off + 1 >= nd) return;  // dst covers the whole domain before src starts
-  // Where the result first reaches +infinity (each list is +infinity at most at its end).
-  std::size_t cut = std::numeric_limits<std::size_t>::max();
-  if (dlast == kInf) cut = nd;
-  if (slast == kInf) cut = std::min(cut, off + ns);
-  const std::size_t end = std::min(cut, std::max(nd, off + ns));
-  const std::size_t common = std::min(nd, end);
-  dst.resize(end, dlast);  // levels past dst's end: dst's last threshold
-  double* d = dst.data();
-  const double* sp = src.data();
-  // Levels [off, common): both lists.
-  if (off < common) {
-    const std::size_t both = std::min(common, off + ns);
-    for (std::size_t i = off; i < both; ++i) d[i] = std::max(d[i], sp[i - off]);
-    for (std::size_t i = both; i < common; ++i) d[i] = std::max(d[i], slast);
-  }
-  // Levels [max(common, off), end): src's thresholds against dst's last one.
-  for (std::size_t i = std::max(common, off); i < end; ++i) {
-    d[i] = std::max(dlast, i - off < ns ? sp[i - off] : slast);
-  }
-  // Trailing repeats of a finite last threshold say nothing more than "no level reaches beyond
-  // it" (what the end of the list says): drop them.
-  std::size_t len = dst.size();
-  while (len >= 2 && d[len - 2] == d[len - 1]) --len;
-  dst.resize(len);
-}
-
-// acc = min(acc, g + add), pointwise. `scratch` is reused memory.
-void min_into(StepFn& acc, const StepFn& g, int64_t add, std::vector<double>& scratch) {
-  if (!g.feasible()) return;
-  const int64_t gb = g.base + add;
-  if (!acc.feasible()) {
-    acc.base = gb;
-    acc.thr.assign(g.thr.begin(), g.thr.end());
-    return;
-  }
-  if (gb >= acc.base) {
-    merge_above(acc.thr, acc.base, g.thr, gb);
-  } else {
-    scratch.assign(g.thr.begin(), g.thr.end());
-    merge_above(scratch, gb, acc.thr, acc.base);
-    acc.thr.swap(scratch);
-    acc.base = gb;
-  }
-}
+// OracleOptions::change_price at most this: price x changes (<= ticks) stays far below kInfCost.
+constexpr int64_t kMaxChangePrice = int64_t{1} << 40;
 
 // ---------------------------------------------------------------------------------------------
 // The reformulated problem (see the header): productive counts p per tick, warm-up as a cost.
@@ -156,6 +40,22 @@ class OracleSolver {
     if (options.checkpoint_ticks < 1) {
       throw std::invalid_argument("oracle: checkpoint_ticks must be >= 1");
     }
+    if (options.change_price < 0 || options.change_price > kMaxChangePrice) {
+      throw std::invalid_argument("oracle: change_price must be in [0, " +
+                                  std::to_string(kMaxChangePrice) + "], got " +
+                                  std::to_string(options.change_price));
+    }
+    price_ = options.change_price;
+    if (options.reversal_price < 0 || options.reversal_price > kMaxChangePrice) {
+      throw std::invalid_argument("oracle: reversal_price must be in [0, " +
+                                  std::to_string(kMaxChangePrice) + "], got " +
+                                  std::to_string(options.reversal_price));
+    }
+    reversal_price_ = options.reversal_price;
+    // The calm-stretch split rests on an exchange argument that a price breaks: with a price on
+    // changes an optimal schedule may rather hold a raised pool through a calm stretch than drop
+    // to min_workers and rise again (two changes). So a priced DP runs over the whole trace.
+    split_calm_ = options.split_at_calm && price_ == 0 && reversal_price_ == 0;
     tick_ = config.tick_seconds;
     ticks_ = tick_count(trace, tick_);
     slo_ = static_cast<double>(config.lag_slo);
@@ -167,6 +67,12 @@ class OracleSolver {
     m_ = static_cast<int>(whole);
     f_ = frac;
     split_ = f_ > 0.0;
+    if (reversal_price_ > 0 && split_) {
+      throw std::invalid_argument(
+          "oracle: reversal_price needs a warm-up of whole ticks (a tick with a removal and an "
+          "addition would hold a reversal of its own)");
+    }
+    dirs_ = reversal_price_ > 0 ? 3 : 1;
     j0_ = static_cast<int64_t>(m_) + 2;
     initial_ = config.initial_workers;
     min_ = guards.min_workers;
@@ -249,6 +155,8 @@ class OracleSolver {
   // Value-function sets V (one StepFn per productive count) live in pool_, named by index.
   void backward_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
                      double lo, double hi);
+  void directed_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
+                     double lo, double hi);
   template <typename Visit>
   void backward_range(int64_t s, int64_t top, int top_set, int64_t bottom, int first_slot,
                       bool keep, Visit&& visit);
@@ -256,13 +164,21 @@ class OracleSolver {
   std::vector<StepFn>& slot(int id) {
     if (static_cast<std::size_t>(id) >= pool_.size()) {
       pool_.resize(static_cast<std::size_t>(id) + 1,
-                   std::vector<StepFn>(static_cast<std::size_t>(pmax_) + 1));
+                   std::vector<StepFn>(static_cast<std::size_t>(dirs_ * (pmax_ + 1))));
     }
     return pool_[static_cast<std::size_t>(id)];
   }
 
   const Trace& trace_;
   OracleOptions options_;
+  int64_t price_ = 0;           // OracleOptions::change_price
+  int64_t reversal_price_ = 0;  // OracleOptions::reversal_price
+  // States per productive count: 1, or 3 with a reversal price (the direction of the last
+  // change: none, up, down); a value-function set holds dirs_ x (pmax_ + 1) functions, the
+  // direction d's at d x (pmax_ + 1) + q.
+  int dirs_ = 1;
+  int d_ = 0;               // forward pass: the direction of the last change
+  bool split_calm_ = true;  // split at calm stretches (never with a price)
   double tick_ = 1.0;
   int64_t ticks_ = 1;
   double slo_ = 0.0;
@@ -296,7 +212,7 @@ class OracleSolver {
 
   // Scratch.
   std::vector<Piece> a_pieces_, b_pieces_;
-  std::vector<StepFn> g_, y_;
+  std::vector<StepFn> g_, y_, stay_;
   StepFn acc_;
   std::vector<double> scratch_;
 };
@@ -343,7 +259,7 @@ void OracleSolver::find_unavoidable_and_calm() {
     unavoidable_before = in_u;
     const double before = max_lag;
     max_lag = std::min(in_u ? kInf : slo_, advance(max_lag, r.a_lo, r.b_lo));
-    if (!options_.split_at_calm) continue;
+    if (!split_calm_) continue;
     const bool calm = j >= j0_ + 1 && !in_u && max_rate_of(a_pieces_) <= calm_capacity &&
                       max_rate_of(b_pieces_) <= calm_capacity;
     if (calm) {
@@ -367,6 +283,10 @@ void OracleSolver::find_unavoidable_and_calm() {
 
 void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
                                  std::vector<StepFn>& out, double lo, double hi) {
+  if (dirs_ > 1) {
+    directed_step(j, next, out, lo, hi);
+    return;
+  }
   load_tick(j);
   const Ranges r = ranges(j);
   const Ranges prev = ranges(j - 1);
@@ -376,6 +296,19 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
   const double mid_hi = split_ ? kInf : hi;
   for (int p = r.b_lo; p <= r.b_hi; ++p) {
     transform(next[p], map_b(p), cap, p, mid_lo, mid_hi, g_[p]);
+  }
+  // With a change price: S_q, the tick with the productive count held at q (no removal, no
+  // addition), before the running minima below mix in the changes.
+  if (price_ > 0) {
+    for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+      if (q < r.a_lo || q > r.a_hi || q < r.b_lo || q > r.b_hi) {
+        stay_[q].set_infeasible();
+      } else if (split_) {
+        transform(g_[q], map_a(q), kInf, 0, lo, hi, stay_[q]);
+      } else {
+        stay_[q] = g_[q];
+      }
+    }
   }
   // Additions: p^a = r may grow to any p >= r at m per worker (running minimum from the top).
   if (r.grow) {
@@ -396,12 +329,77 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
         min_into(acc_, g_[from], add, scratch_);
       }
     }
-    out[q].base = acc_.base;
-    out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+    if (price_ > 0) {
+      // Any change (removals, additions or both) pays the price once: V_q = min(S_q, A_q + price).
+      out[q].base = acc_.feasible() ? acc_.base + price_ : kInfCost;
+      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+      min_into(out[q], stay_[q], 0, scratch_);
+    } else {
+      out[q].base = acc_.base;
+      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+    }
     const auto levels = static_cast<int64_t>(acc_.thr.size());
     level_sum_ += levels;
     ++level_count_;
     level_max_ = std::max(level_max_, levels);
+  }
+}
+
+// backward_step with a reversal price (whole-tick warm-up: no tick splits, so a tick changes the
+// productive count at most once, up or down). From state (q, d) at the tick's start: stay at q
+// (direction d kept); go up to p > q (additions, m each; direction up); go down to p < q
+// (removals; direction down). A change pays change_price, and reversal_price when it goes
+// against d (d = none before the first change).
+void OracleSolver::directed_step(int64_t j, const std::vector<StepFn>& next,
+                                 std::vector<StepFn>& out, double lo, double hi) {
+  load_tick(j);
+  const Ranges r = ranges(j);
+  const Ranges prev = ranges(j - 1);
+  const double cap = slo_of(j);
+  const int n = pmax_ + 1;
+  for (int d = 0; d < 3; ++d) {
+    for (int p = r.b_lo; p <= r.b_hi; ++p) {
+      transform(next[d * n + p], map_b(p), cap, p, lo, hi, g_[d * n + p]);
+    }
+  }
+  // y_[p] = min over p' >= p of G_up(p') + m (p' - p): the cheapest way up to p or beyond.
+  if (r.grow) {
+    y_[r.b_hi] = g_[n + r.b_hi];
+    for (int p = r.b_hi - 1; p >= r.b_lo; --p) {
+      y_[p] = g_[n + p];
+      min_into(y_[p], y_[p + 1], m_, scratch_);
+    }
+  }
+  const int down_lo = std::max(r.a_lo, r.b_lo), down_hi = std::min(r.a_hi, r.b_hi);
+  StepFn down;  // min of G_down(p) over the allowed p < q (grows with q)
+  int next_down = down_lo;
+  StepFn up;
+  for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+    for (; next_down <= std::min(q - 1, down_hi); ++next_down) {
+      min_into(down, g_[2 * n + next_down], 0, scratch_);
+    }
+    const bool keeps = q >= r.a_lo && q <= r.a_hi;  // q itself: no removal before an addition
+    const int s = std::max(q + 1, r.b_lo);
+    up.set_infeasible();
+    if (r.grow && keeps && s <= r.b_hi) {
+      up = y_[s];
+      if (up.feasible()) up.base += static_cast<int64_t>(m_) * (s - q);
+    }
+    const bool stays = keeps && q >= r.b_lo && q <= r.b_hi;
+    for (int d = 0; d < 3; ++d) {
+      StepFn& o = out[d * n + q];
+      if (stays) {
+        o = g_[d * n + q];
+      } else {
+        o.set_infeasible();
+      }
+      min_into(o, up, price_ + (d == 2 ? reversal_price_ : 0), scratch_);
+      min_into(o, down, price_ + (d == 1 ? reversal_price_ : 0), scratch_);
+      const auto levels = static_cast<int64_t>(o.thr.size());
+      level_sum_ += levels;
+      ++level_count_;
+      level_max_ = std::max(level_max_, levels);
+    }
   }
 }
 
@@ -435,6 +433,9 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
     const double cap = slo_of(j);
     int64_t best = kInfCost;
     int best_p = -1;
+    // With a reversal price: the direction after choosing p, and whether p reverses.
+    auto dir_of = [&](int p) { return p > q_ ? 1 : p < q_ ? 2 : d_; };
+    auto reversal = [&](int p) { return d_ != 0 && p != q_ && dir_of(p) != d_; };
     double best_lag = 0.0;
     for (int p = r.b_lo; p <= r.b_hi; ++p) {
       if (!r.grow && p > q_) continue;
@@ -442,9 +443,10 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
       if (a < r.a_lo || a > r.a_hi) continue;
       const double lag = advance(lag_, a, p);
       if (lag > cap + kLagTol) continue;
-      const int64_t rest = next[p].eval(lag);
+      const int64_t rest = next[(dirs_ > 1 ? dir_of(p) : 0) * (pmax_ + 1) + p].eval(lag);
       if (rest >= kInfCost) continue;
-      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a);
+      const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a) + (p != q_ ? price_ : 0) +
+                            (reversal(p) ? reversal_price_ : 0);
       if (total < best || (total == best && std::abs(p - q_) < std::abs(best_p - q_))) {
         best = total;
         best_p = p;
@@ -456,6 +458,8 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
                              std::to_string(lag_) + ", productive " + std::to_string(q_) + ")");
     }
     path_cost_ += best_p + static_cast<int64_t>(m_) * (best_p - std::min(q_, best_p));
+    path_cost_ += (best_p != q_ ? price_ : 0) + (reversal(best_p) ? reversal_price_ : 0);
+    d_ = dir_of(best_p);
     set_productive(j, best_p);
     q_ = best_p;
     lag_ = best_lag;
@@ -492,11 +496,14 @@ void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
     std::vector<StepFn>& terminal = slot(0);
     for (StepFn& f : terminal) f.set_infeasible();
     const Ranges r = ranges(e);
-    for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[q].set_zero();
+    for (int d = 0; d < dirs_; ++d) {
+      for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[d * (pmax_ + 1) + q].set_zero();
+    }
   }
   const int64_t every = options_.checkpoint_ticks;
   int64_t expected = kInfCost;
   q_ = q0;
+  d_ = 0;
   lag_ = 0.0;
   path_cost_ = 0;
   auto value_at_start = [&](int set) { return pool_[static_cast<std::size_t>(set)][q0].eval(0.0); };
@@ -543,8 +550,9 @@ OracleResult OracleSolver::solve() {
   find_unavoidable_and_calm();
   productive_ = WorkerSchedule();
   productive_.append(initial_);
-  g_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  g_.assign(static_cast<std::size_t>(dirs_ * (pmax_ + 1)), StepFn{});
   y_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
+  stay_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   objective_ = 0;
   int64_t next = 1;
   auto busy = [&](int64_t s, int64_t e) {
@@ -565,11 +573,25 @@ OracleResult OracleSolver::solve() {
   result.dp_ticks = dp_ticks_;
   result.segments = segments_;
   result.forward_mismatches = mismatches_;
-  result.bound_worker_ticks = objective_;
+  result.change_price = price_;
+  result.priced_optimum = objective_;
+  result.reversal_price = reversal_price_;
   result.mean_levels = level_count_ > 0 ? double(level_sum_) / double(level_count_) : 0.0;
   result.max_levels = level_max_;
   result.unavoidable_ticks = unavoidable_ticks_;
   productive_.append(min_, ticks_ + 1 - productive_.size());  // calm to the end
+  // Changes and reversals of the productive schedule over the whole trace (calm stretches
+  // included): what the prices charged when they are on (one segment).
+  int last_direction = 0;
+  const auto& p_runs = productive_.runs();
+  for (std::size_t i = 1; i < p_runs.size(); ++i) {
+    const int direction = p_runs[i].workers > p_runs[i - 1].workers ? 1 : 2;
+    ++result.productive_changes;
+    if (last_direction != 0 && direction != last_direction) ++result.productive_reversals;
+    last_direction = direction;
+  }
+  result.bound_worker_ticks = objective_ - price_ * result.productive_changes -
+                              reversal_price_ * result.productive_reversals;
   result.workers = pool_schedule();
   const auto& runs = result.workers.runs();
   for (std::size_t r = 0; r < runs.size(); ++r) {

@@ -93,7 +93,132 @@ std::vector<std::string> row(const Scoreboard& b, const PolicyScore& p) {
   return cells;
 }
 
+const TraceActionBound* action_bound_of(const Scoreboard& b, const std::string& trace) {
+  for (const TraceActionBound& a : b.action_bounds) {
+    if (a.trace == trace) return &a;
+  }
+  return nullptr;
+}
+
+bool reversal_pair_impossible(const Scoreboard& b, const std::string& trace) {
+  const TraceActionBound* a = action_bound_of(b, trace);
+  return a != nullptr && a->has_reversal_bound &&
+         std::string(action_budget_verdict(a->reversal_bound, b.goals.max_worker_seconds_ratio)) ==
+             "impossible";
+}
+
+std::vector<std::string> reversal_bound_header(const ScoreboardGoals& g) {
+  return {"trace",
+          "HPA's reversals",
+          "R",
+          "least ws at <=R reversals",
+          "/ oracle",
+          "witness / oracle",
+          "witness reversals",
+          "witness actions (K)",
+          "price",
+          "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= R reversals",
+          "both budgets: bound / oracle",
+          "witness / oracle (actions, reversals)",
+          "ws with <= K actions and <= R reversals"};
+}
+
+std::vector<std::string> reversal_bound_row(const Scoreboard& b, const TraceActionBound& a) {
+  const ActionBound& x = a.reversal_bound;
+  return {
+      a.trace,
+      std::to_string(a.hpa_reversals),
+      std::to_string(x.budget),
+      x.budget_feasible ? text::fixed(x.bound_worker_seconds(), 0) : "none keeps the SLO",
+      x.budget_feasible ? text::fixed(x.bound_ratio(), 3) + "x" : "inf",
+      x.has_witness ? text::fixed(x.witness_ratio(), 3) + "x" : "-",
+      x.has_witness ? std::to_string(x.witness_reversals) : "-",
+      (x.has_witness ? std::to_string(x.witness_actions) : "-") + " (" +
+          std::to_string(a.bound.budget) + ")",
+      std::to_string(x.best_price),
+      action_budget_verdict(x, b.goals.max_worker_seconds_ratio),
+      x.budget_feasible && a.joint.budget_feasible
+          ? text::fixed(double(a.joint.bound_worker_ticks) /
+                            double(std::max<int64_t>(1, a.bound.oracle_worker_ticks)),
+                        3) +
+                "x"
+          : "inf",
+      a.joint.has_witness
+          ? text::fixed(double(a.joint.witness_worker_ticks) /
+                            double(std::max<int64_t>(1, a.bound.oracle_worker_ticks)),
+                        3) +
+                "x (" + std::to_string(a.joint.witness_actions) + ", " +
+                std::to_string(a.joint.witness_reversals) + ")"
+          : "-",
+      joint_budget_verdict(a.joint, a.bound.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)};
+}
+
+bool pair_impossible(const Scoreboard& b, const std::string& trace) {
+  const TraceActionBound* a = action_bound_of(b, trace);
+  return a != nullptr && std::string(action_budget_verdict(
+                             a->bound, b.goals.max_worker_seconds_ratio)) == "impossible";
+}
+
+std::vector<std::string> action_bound_header(const ScoreboardGoals& g) {
+  return {"trace",
+          "HPA's actions",
+          "K",
+          "oracle ws",
+          "oracle actions",
+          "least ws at <=K actions",
+          "/ oracle",
+          "witness / oracle",
+          "witness actions",
+          "witness reversals (HPA's)",
+          "price",
+          "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= K actions"};
+}
+
+std::vector<std::string> action_bound_row(const Scoreboard& b, const TraceActionBound& a) {
+  const ActionBound& x = a.bound;
+  return {a.trace,
+          std::to_string(a.hpa_scale_actions),
+          std::to_string(x.budget),
+          text::fixed(x.oracle_worker_seconds(), 0),
+          std::to_string(x.oracle_actions),
+          x.budget_feasible ? text::fixed(x.bound_worker_seconds(), 0) : "none keeps the SLO",
+          x.budget_feasible ? text::fixed(x.bound_ratio(), 3) + "x" : "inf",
+          x.has_witness ? text::fixed(x.witness_ratio(), 3) + "x" : "-",
+          x.has_witness ? std::to_string(x.witness_actions) : "-",
+          (x.has_witness ? std::to_string(x.witness_reversals) : "-") + " (" +
+              std::to_string(a.hpa_reversals) + ")",
+          std::to_string(x.best_price),
+          action_budget_verdict(x, b.goals.max_worker_seconds_ratio)};
+}
+
+void format_rows(std::ostringstream& out, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      const std::string pad(width[c] - r[c].size(), ' ');
+      out << (c == 0 ? r[c] + pad : pad + r[c]) << (c + 1 < r.size() ? "  " : "\n");
+    }
+  }
+}
+
 }  // namespace
+
+int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals) {
+  const RunResult* hpa = find_reference(runs, "hpa");
+  if (hpa == nullptr) return -1;
+  return static_cast<int64_t>(
+      std::floor(goals.max_actions_ratio * double(hpa->kpis.scale_actions) + 1e-9));
+}
+
+int64_t reversal_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals) {
+  const RunResult* hpa = find_reference(runs, "hpa");
+  if (hpa == nullptr) return -1;
+  return static_cast<int64_t>(
+      std::floor(goals.max_reversals_ratio * double(hpa->kpis.reversals) + 1e-9));
+}
 
 nlohmann::json ScoreboardGoals::to_json() const {
   return {{"max_worker_seconds_ratio", max_worker_seconds_ratio},
@@ -204,10 +329,6 @@ Scoreboard build_scoreboard(const std::vector<TraceRuns>& traces, double peak_wo
 std::string format_scoreboard(const Scoreboard& b) {
   std::vector<std::vector<std::string>> rows = {header()};
   for (const PolicyScore& p : b.policies) rows.push_back(row(b, p));
-  std::vector<std::size_t> width(rows.front().size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  }
   std::ostringstream out;
   out << "scoreboard over " << b.traces.size() << " traces; goals per trace: worker-seconds <= "
       << text::num(b.goals.max_worker_seconds_ratio)
@@ -217,12 +338,7 @@ std::string format_scoreboard(const Scoreboard& b) {
       << "x HPA's, reversals <= " << text::num(b.goals.max_reversals_ratio)
       << "x HPA's, max workers <= N* ("
       << (std::isfinite(b.peak_workers) ? text::fixed(b.peak_workers, 1) : "none") << ")\n";
-  for (const auto& r : rows) {
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      const std::string pad(width[c] - r[c].size(), ' ');
-      out << (c == 0 ? r[c] + pad : pad + r[c]) << (c + 1 < r.size() ? "  " : "\n");
-    }
-  }
+  format_rows(out, rows);
   if (!b.has_oracle) out << "no oracle run on every trace: the worker-seconds goal is not met\n";
   if (!b.has_hpa) out << "no hpa run on every trace: the HPA-relative goals are not met\n";
   for (const PolicyScore& p : b.policies) {
@@ -244,9 +360,36 @@ std::string format_scoreboard(const Scoreboard& b) {
                 std::to_string(s.hpa_reversals) + ")";
       }
       if (!s.peak_ok) what += " max workers " + std::to_string(s.kpis.max_workers);
+      if (!what.empty() && (!s.worker_seconds_ok || !s.actions_ok) && pair_impossible(b, s.trace)) {
+        what += " (ws and actions together: impossible)";
+      }
+      if (!what.empty() && (!s.worker_seconds_ok || !s.reversals_ok) &&
+          reversal_pair_impossible(b, s.trace)) {
+        what += " (ws and reversals together: impossible)";
+      }
       if (!what.empty()) out << " [" << s.trace << ":" << what << "]";
     }
     out << "\n";
+  }
+  if (!b.action_bounds.empty()) {
+    out << "least worker-seconds of any schedule that keeps the lag within the SLO (outside the "
+           "oracle's unavoidable ticks) with at most K = floor("
+        << text::num(b.goals.max_actions_ratio)
+        << " x HPA's) scale actions (sim/action_bound.h: a Lagrangian bound from the oracle's "
+           "DP, fluid model; witness: a real schedule with <= K actions found on the way):\n";
+    std::vector<std::vector<std::string>> bound_rows = {action_bound_header(b.goals)};
+    for (const TraceActionBound& a : b.action_bounds) bound_rows.push_back(action_bound_row(b, a));
+    format_rows(out, bound_rows);
+    std::vector<std::vector<std::string>> reversal_rows = {reversal_bound_header(b.goals)};
+    for (const TraceActionBound& a : b.action_bounds) {
+      if (a.has_reversal_bound) reversal_rows.push_back(reversal_bound_row(b, a));
+    }
+    if (reversal_rows.size() > 1) {
+      out << "the same with at most R = floor(" << text::num(b.goals.max_reversals_ratio)
+          << " x HPA's) direction reversals (any number of actions; witness: a schedule with "
+             "<= R reversals, its actions beside K):\n";
+      format_rows(out, reversal_rows);
+    }
   }
   return out.str();
 }
@@ -296,10 +439,83 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
                         {"traces", std::move(traces)}};
     policies.push_back(std::move(j));
   }
-  return rounded_json({{"goals", b.goals.to_json()},
-                       {"traces", b.traces},
-                       {"peak_workers", b.peak_workers},
-                       {"policies", std::move(policies)}});
+  nlohmann::json out = {{"goals", b.goals.to_json()},
+                        {"traces", b.traces},
+                        {"peak_workers", b.peak_workers},
+                        {"policies", std::move(policies)}};
+  if (!b.action_bounds.empty()) {
+    nlohmann::json bounds = nlohmann::json::array();
+    for (const TraceActionBound& a : b.action_bounds) {
+      const ActionBound& x = a.bound;
+      nlohmann::json probes = nlohmann::json::array();
+      for (const ActionBoundProbe& p : x.probes) {
+        probes.push_back({{"price", p.price},
+                          {"priced_optimum", p.priced_optimum},
+                          {"changes", p.changes},
+                          {"bound_worker_ticks", p.value},
+                          {"pool_actions", p.pool_actions},
+                          {"pool_reversals", p.pool_reversals},
+                          {"pool_worker_ticks", p.pool_worker_ticks},
+                          {"pool_keeps_slo", p.pool_keeps_slo}});
+      }
+      bounds.push_back(
+          {{"trace", a.trace},
+           {"hpa_scale_actions", a.hpa_scale_actions},
+           {"hpa_reversals", a.hpa_reversals},
+           {"budget", x.budget},
+           {"oracle_worker_seconds", x.oracle_worker_seconds()},
+           {"oracle_scale_actions", x.oracle_actions},
+           {"budget_feasible", x.budget_feasible},
+           {"bound_worker_seconds",
+            x.budget_feasible ? nlohmann::json(x.bound_worker_seconds()) : nlohmann::json(nullptr)},
+           {"bound_ratio",
+            x.budget_feasible ? nlohmann::json(x.bound_ratio()) : nlohmann::json(nullptr)},
+           {"best_price", x.best_price},
+           {"exact", x.exact},
+           {"witness_worker_seconds",
+            x.has_witness ? nlohmann::json(x.witness_worker_seconds()) : nlohmann::json(nullptr)},
+           {"witness_scale_actions",
+            x.has_witness ? nlohmann::json(x.witness_actions) : nlohmann::json(nullptr)},
+           {"verdict", action_budget_verdict(x, b.goals.max_worker_seconds_ratio)},
+           {"probes", std::move(probes)}});
+      const ActionBound& y = a.reversal_bound;
+      if (a.has_reversal_bound) {
+        bounds.back()["reversals"] = {
+            {"budget", y.budget},
+            {"budget_feasible", y.budget_feasible},
+            {"bound_worker_seconds", y.budget_feasible ? nlohmann::json(y.bound_worker_seconds())
+                                                       : nlohmann::json(nullptr)},
+            {"bound_ratio",
+             y.budget_feasible ? nlohmann::json(y.bound_ratio()) : nlohmann::json(nullptr)},
+            {"best_price", y.best_price},
+            {"exact", y.exact},
+            {"solves", y.probes.size()},
+            {"witness_worker_seconds",
+             y.has_witness ? nlohmann::json(y.witness_worker_seconds()) : nlohmann::json(nullptr)},
+            {"witness_reversals",
+             y.has_witness ? nlohmann::json(y.witness_reversals) : nlohmann::json(nullptr)},
+            {"witness_scale_actions",
+             y.has_witness ? nlohmann::json(y.witness_actions) : nlohmann::json(nullptr)},
+            {"verdict", action_budget_verdict(y, b.goals.max_worker_seconds_ratio)}};
+        const JointBound& z = a.joint;
+        bounds.back()["both"] = {
+            {"budget_feasible", z.budget_feasible},
+            {"bound_worker_seconds", double(z.bound_worker_ticks) * x.tick_seconds},
+            {"solves", z.solves},
+            {"witness_worker_seconds",
+             z.has_witness ? nlohmann::json(double(z.witness_worker_ticks) * x.tick_seconds)
+                           : nlohmann::json(nullptr)},
+            {"witness_scale_actions",
+             z.has_witness ? nlohmann::json(z.witness_actions) : nlohmann::json(nullptr)},
+            {"witness_reversals",
+             z.has_witness ? nlohmann::json(z.witness_reversals) : nlohmann::json(nullptr)},
+            {"verdict",
+             joint_budget_verdict(z, x.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)}};
+      }
+    }
+    out["action_bounds"] = std::move(bounds);
+  }
+  return rounded_json(out);
 }
 
 void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
@@ -332,6 +548,46 @@ void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
       << html_escape(text::num(b.goals.max_actions_ratio))
       << "x HPA's; the pool never above the model's throughput peak N*. FAIL n/m: missed on n "
          "of m traces (in bold).</p>\n";
+  if (b.action_bounds.empty()) return;
+  // One table per budget; "impossible" in bold.
+  auto table = [&](const char* id, const std::vector<std::string>& head, bool reversals) {
+    out << "<div class=\"table-wrap\"><table id=\"" << id << "\" class=\"kpi\">\n<thead><tr>";
+    for (std::size_t c = 0; c < head.size(); ++c) {
+      out << "<th" << (c == 0 ? " class=\"name\"" : "") << ">" << html_escape(head[c]) << "</th>";
+    }
+    out << "</tr></thead>\n<tbody>\n";
+    for (const TraceActionBound& a : b.action_bounds) {
+      if (reversals && !a.has_reversal_bound) continue;
+      const std::vector<std::string> cells =
+          reversals ? reversal_bound_row(b, a) : action_bound_row(b, a);
+      out << "<tr>";
+      for (std::size_t c = 0; c < cells.size(); ++c) {
+        const bool impossible = cells[c] == "impossible";
+        out << "<td"
+            << (c == 0       ? " class=\"name\""
+                : impossible ? " class=\"best\""
+                             : "")
+            << ">" << html_escape(cells[c]) << "</td>";
+      }
+      out << "</tr>\n";
+    }
+    out << "</tbody></table></div>\n";
+  };
+  table("action-bound", action_bound_header(b.goals), false);
+  const bool any_reversal_bound =
+      std::any_of(b.action_bounds.begin(), b.action_bounds.end(),
+                  [](const TraceActionBound& a) { return a.has_reversal_bound; });
+  if (any_reversal_bound) table("reversal-bound", reversal_bound_header(b.goals), true);
+  out << "<p class=\"note\">The least worker-seconds of any schedule "
+         "that keeps the lag within the SLO (outside the oracle's unavoidable ticks) with at "
+         "most K scale actions, K = floor("
+      << html_escape(text::num(b.goals.max_actions_ratio))
+      << " x HPA's): a Lagrangian lower bound from the oracle's DP (fluid model). impossible: "
+         "no policy meets the worker-seconds and actions goals together on that trace; "
+         "possible: a schedule with at most K actions found on the way does; open: neither "
+         "shown. The second table: the same with at most R = floor("
+      << html_escape(text::num(b.goals.max_reversals_ratio))
+      << " x HPA's) reversals, and with both budgets at once.</p>\n";
 }
 
 }  // namespace lagpilot::sim

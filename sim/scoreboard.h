@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/action_bound.h"
 #include "sim/simulation.h"
 
 namespace lagpilot::sim {
@@ -97,8 +98,25 @@ struct PolicyScore {
   }
 };
 
+// Per trace, with `lagpilot sim --action-bound`: the least worker-seconds any schedule needs to
+// keep the SLO with at most K = floor(max_actions_ratio x HPA's) scale actions
+// (sim/action_bound.h), and so whether the worker-seconds and actions goals can be met together.
+struct TraceActionBound {
+  std::string trace;
+  int hpa_scale_actions = 0;
+  int hpa_reversals = 0;
+  ActionBound bound;  // bound.budget = K
+  // The same with at most R = floor(max_reversals_ratio x HPA's) reversals
+  // (reversal_budget_bound), when has_reversal_bound.
+  bool has_reversal_bound = false;
+  ActionBound reversal_bound;
+  JointBound joint;  // both budgets (when has_reversal_bound)
+};
+
 struct Scoreboard {
   ScoreboardGoals goals;
+  // Empty unless computed (it takes a few whole-trace oracle DPs per trace); in trace order.
+  std::vector<TraceActionBound> action_bounds;
   std::vector<std::string> traces;
   // The consumer model's throughput peak N* (workers); +infinity when it has none.
   double peak_workers = std::numeric_limits<double>::infinity();
@@ -119,8 +137,16 @@ double model_peak_workers(const ConsumerModelConfig& model);
 Scoreboard build_scoreboard(const std::vector<TraceRuns>& traces, double peak_workers,
                             const ScoreboardGoals& goals = {});
 
+// K for the action-budget bound of one trace's runs: floor(goals.max_actions_ratio x the HPA
+// reference's scale actions); -1 without an HPA run.
+int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals = {});
+// R for the reversal-budget bound: floor(goals.max_reversals_ratio x HPA's reversals); -1
+// without an HPA run.
+int64_t reversal_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals = {});
+
 // The text table: one row per policy, then the traces on which each non-reference policy
-// misses a goal.
+// misses a goal, then (when computed) the action-budget bound per trace; a trace on which no
+// policy can meet the worker-seconds and actions goals together is marked in both.
 std::string format_scoreboard(const Scoreboard& board);
 
 // {"goals", "traces", "peak_workers", "policies": [{label, policy, summary..., "goals":

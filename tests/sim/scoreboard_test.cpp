@@ -114,6 +114,66 @@ TEST(Scoreboard, ActionsAgainstAnIdleHpaAreTooMany) {
   EXPECT_EQ(b.policies[0].reversals_misses, 0);
 }
 
+TEST(Scoreboard, ActionBoundsMarkTracesWhereTheGoalsCannotBeMetTogether) {
+  // K from HPA's actions: floor(0.5 x 20) = 10 on a, floor(0.5 x 10) = 5 on b.
+  EXPECT_EQ(action_budget_of(two_traces()[0].runs), 10);
+  EXPECT_EQ(action_budget_of(two_traces()[1].runs), 5);
+  EXPECT_EQ(action_budget_of({run("p", "pid", 1, 0, 0, 0, 1)}), -1);
+
+  Scoreboard b = build_scoreboard(two_traces(), 44.3);
+  // b (p1 misses 1.2x there): the least with 5 actions is 1.2x the oracle's: impossible. a: the
+  // bound is 1.05x and a schedule with 10 actions reaches 1.1x: possible.
+  TraceActionBound on_a;
+  on_a.trace = "a";
+  on_a.hpa_scale_actions = 20;
+  on_a.hpa_reversals = 8;
+  on_a.bound.budget = 10;
+  on_a.bound.oracle_worker_ticks = 1000;
+  on_a.bound.bound_worker_ticks = 1050;
+  on_a.bound.has_witness = true;
+  on_a.bound.witness_worker_ticks = 1100;
+  on_a.bound.witness_actions = 9;
+  TraceActionBound on_b;
+  on_b.trace = "b";
+  on_b.hpa_scale_actions = 10;
+  on_b.hpa_reversals = 6;
+  on_b.bound.budget = 5;
+  on_b.bound.oracle_worker_ticks = 2000;
+  on_b.bound.bound_worker_ticks = 2400;
+  // And with at most floor(0.5 x 6) = 3 reversals on b: impossible too (1.3x).
+  on_b.has_reversal_bound = true;
+  on_b.reversal_bound.reversals = true;
+  on_b.reversal_bound.budget = 3;
+  on_b.reversal_bound.oracle_worker_ticks = 2000;
+  on_b.reversal_bound.bound_worker_ticks = 2600;
+  b.action_bounds = {on_a, on_b};
+  EXPECT_STREQ(action_budget_verdict(on_a.bound, 1.15), "possible");
+  EXPECT_STREQ(action_budget_verdict(on_b.bound, 1.15), "impossible");
+  on_a.bound.witness_worker_ticks = 1200;
+  EXPECT_STREQ(action_budget_verdict(on_a.bound, 1.15), "open");
+
+  const std::string text = format_scoreboard(b);
+  EXPECT_NE(text.find("[b: ws 1.20x (ws and actions together: impossible) (ws and reversals "
+                      "together: impossible)]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1.300x"), std::string::npos) << text;
+  EXPECT_EQ(reversal_budget_of(two_traces()[1].runs), 3);
+  EXPECT_NE(text.find("1.200x"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.050x"), std::string::npos) << text;
+  const nlohmann::json j = scoreboard_to_json(b);
+  ASSERT_EQ(j["action_bounds"].size(), 2u);
+  EXPECT_EQ(j["action_bounds"][1]["verdict"], "impossible");
+  EXPECT_EQ(j["action_bounds"][1]["budget"], 5);
+  EXPECT_EQ(j["action_bounds"][1]["reversals"]["verdict"], "impossible");
+  EXPECT_FALSE(j["action_bounds"][0].contains("reversals"));
+  EXPECT_DOUBLE_EQ(j["action_bounds"][0]["bound_ratio"].get<double>(), 1.05);
+  std::ostringstream html;
+  write_scoreboard_table(html, b);
+  EXPECT_NE(html.str().find("<table id=\"action-bound\""), std::string::npos);
+  EXPECT_NE(html.str().find("<table id=\"reversal-bound\""), std::string::npos);
+}
+
 TEST(Scoreboard, TracesMustHaveTheSameRuns) {
   std::vector<TraceRuns> t = two_traces();
   std::swap(t[1].runs[0], t[1].runs[1]);

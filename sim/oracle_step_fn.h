@@ -1,0 +1,138 @@
+#pragma once
+// The oracle's value functions: non-decreasing, integer-valued step functions of the lag, stored
+// exactly by their level sets (sim/oracle.h, "Algorithm"), and the operations the DP's backward
+// step needs (through a tick's lag map, a pointwise minimum with a shift).
+//
+// Internal to the oracle (sim/oracle_solver.cpp). Thread-safety: value types, pure functions.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "sim/fluid_lag.h"
+
+namespace lagpilot::sim::fluid {
+
+constexpr int64_t kInfCost = std::numeric_limits<int64_t>::max() / 4;
+
+// ---------------------------------------------------------------------------------------------
+// Step functions of the lag.
+
+// A non-decreasing, integer-valued function of the lag L (the cost to go), stored by its level
+// sets: f(L) <= base + k  iff  L <= thr[k]. thr is non-decreasing; thr.back() is +infinity when f
+// is finite up to the top of the domain, else f is infinite (infeasible) above it. Only the
+// domain [lo, hi] of the time point matters: levels whose set ends below lo are dropped (base is
+// the value at lo) and the first level that reaches hi ends the list (as +infinity).
+struct StepFn {
+  int64_t base = kInfCost;
+  std::vector<double> thr;
+
+  bool feasible() const { return base < kInfCost; }
+  void set_infeasible() {
+    base = kInfCost;
+    thr.clear();
+  }
+  void set_zero() {
+    base = 0;
+    thr.assign(1, kInf);
+  }
+  int64_t eval(double lag) const {
+    if (!feasible()) return kInfCost;
+    const auto it = std::lower_bound(thr.begin(), thr.end(), lag - kLagTol);
+    if (it == thr.end()) return kInfCost;
+    return base + (it - thr.begin());
+  }
+};
+
+// out(L) = add + f(m(L)) where m(L) <= cap, else infinity; normalized to the domain [lo, hi].
+inline void transform(const StepFn& f, const LagMap& m, double cap, int64_t add, double lo,
+                      double hi, StepFn& out) {
+  if (!f.feasible()) {
+    out.set_infeasible();
+    return;
+  }
+  const std::size_t n = f.thr.size();
+  const double* in = f.thr.data();
+  // m(L) <= y  iff  alpha <= y and L <= y - beta, with y = min(thr, cap). Levels whose set lies
+  // below the domain (or is empty: y < alpha) come first; skip them.
+  std::size_t k = 0;
+  for (; k < n; ++k) {
+    const double y = std::min(in[k], cap);
+    if (y + kLagTol >= m.alpha && y - m.beta >= lo - kLagTol) break;
+  }
+  if (k == n) {
+    out.set_infeasible();
+    return;
+  }
+  out.base = f.base + add + static_cast<int64_t>(k);
+  out.thr.resize(n - k);
+  double* o = out.thr.data();
+  std::size_t len = 0;
+  for (; k < n; ++k) {
+    const double y = std::min(in[k], cap);
+    const double x = y - m.beta;
+    if (x >= hi) {
+      o[len++] = kInf;
+      break;
+    }
+    o[len++] = x;
+    if (y == cap) break;  // every further level has the same set (cut at the cap)
+  }
+  out.thr.resize(len);
+}
+
+// dst (levels from base db) = pointwise max of the level sets with src (from base sb >= db), in
+// place: the level sets of min(f, g). Beyond the end of a list its last threshold holds.
+inline void merge_above(std::vector<double>& dst, int64_t db, const std::vector<double>& src,
+                        int64_t sb) {
+  const std::size_t nd = dst.size(), ns = src.size();
+  const auto off = static_cast<std::size_t>(sb - db);
+  const double dlast = dst.back(), slast = src.back();
+  if (dlast == kInf && off + 1 >= nd) return;  // dst covers the whole domain before src starts
+  // Where the result first reaches +infinity (each list is +infinity at most at its end).
+  std::size_t cut = std::numeric_limits<std::size_t>::max();
+  if (dlast == kInf) cut = nd;
+  if (slast == kInf) cut = std::min(cut, off + ns);
+  const std::size_t end = std::min(cut, std::max(nd, off + ns));
+  const std::size_t common = std::min(nd, end);
+  dst.resize(end, dlast);  // levels past dst's end: dst's last threshold
+  double* d = dst.data();
+  const double* sp = src.data();
+  // Levels [off, common): both lists.
+  if (off < common) {
+    const std::size_t both = std::min(common, off + ns);
+    for (std::size_t i = off; i < both; ++i) d[i] = std::max(d[i], sp[i - off]);
+    for (std::size_t i = both; i < common; ++i) d[i] = std::max(d[i], slast);
+  }
+  // Levels [max(common, off), end): src's thresholds against dst's last one.
+  for (std::size_t i = std::max(common, off); i < end; ++i) {
+    d[i] = std::max(dlast, i - off < ns ? sp[i - off] : slast);
+  }
+  // Trailing repeats of a finite last threshold say nothing more than "no level reaches beyond
+  // it" (what the end of the list says): drop them.
+  std::size_t len = dst.size();
+  while (len >= 2 && d[len - 2] == d[len - 1]) --len;
+  dst.resize(len);
+}
+
+// acc = min(acc, g + add), pointwise. `scratch` is reused memory.
+inline void min_into(StepFn& acc, const StepFn& g, int64_t add, std::vector<double>& scratch) {
+  if (!g.feasible()) return;
+  const int64_t gb = g.base + add;
+  if (!acc.feasible()) {
+    acc.base = gb;
+    acc.thr.assign(g.thr.begin(), g.thr.end());
+    return;
+  }
+  if (gb >= acc.base) {
+    merge_above(acc.thr, acc.base, g.thr, gb);
+  } else {
+    scratch.assign(g.thr.begin(), g.thr.end());
+    merge_above(scratch, gb, acc.thr, acc.base);
+    acc.thr.swap(scratch);
+    acc.base = gb;
+  }
+}
+
+}  // namespace lagpilot::sim::fluid
