@@ -168,6 +168,7 @@ class HybridPolicy : public Policy {
   explicit HybridPolicy(HybridParams params = {});
 
   std::string name() const override { return "hybrid"; }
+  bool reads_latency() const override { return false; }  // sizes from lag and rates
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus

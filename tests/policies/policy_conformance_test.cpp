@@ -148,7 +148,7 @@ TEST_P(PolicyConformance, LatencyDeclarationHolds) {
 }
 
 TEST(PolicyLatency, TheSimulatedPoliciesDoNotReadLatencies) {
-  for (const char* name : {"static", "threshold", "pid", "hpa", "keda", "model"}) {
+  for (const char* name : {"static", "threshold", "pid", "hpa", "keda", "model", "hybrid"}) {
     EXPECT_FALSE(build_policy(name)->reads_latency()) << name;
   }
 }
