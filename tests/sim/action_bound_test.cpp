@@ -25,27 +25,12 @@
 namespace lagpilot::sim {
 namespace {
 
+using testing::bounds;
 using testing::open_guards;
-
-GuardConfig bounds(int min_workers, int max_workers) {
-  GuardConfig g = open_guards();
-  g.min_workers = min_workers;
-  g.max_workers = max_workers;
-  return g;
-}
 
 // Linear capacity: 10 messages/s per worker, deterministic.
 SimConfig linear_config(double warmup, int initial, int64_t slo) {
-  SimConfig c;
-  c.model.service_mean_seconds = 0.1;
-  c.model.usl_sigma = 0.0;
-  c.model.usl_kappa = 0.0;
-  c.model.service_distribution = "deterministic";
-  c.model.service_cv = 0.0;
-  c.model.warmup_seconds = warmup;
-  c.initial_workers = initial;
-  c.lag_slo = slo;
-  return c;
+  return testing::linear_config(10.0, warmup, initial, slo);
 }
 
 Trace trace_of(std::vector<double> rates) {

@@ -25,7 +25,9 @@
 namespace lagpilot::sim {
 namespace {
 
+using testing::bounds;
 using testing::burst_trace;
+using testing::linear_config;
 using testing::open_guards;
 
 int64_t sum(const std::vector<int>& v) {
@@ -39,27 +41,6 @@ int64_t ticks_above(const FluidRun& r, const SimConfig& c) {
 int64_t tick_count(const Trace& t, const SimConfig& c) {
   return std::max<int64_t>(1,
                            static_cast<int64_t>(std::ceil(t.duration() / c.tick_seconds - 1e-9)));
-}
-
-GuardConfig bounds(int min_workers, int max_workers) {
-  GuardConfig g = open_guards();
-  g.min_workers = min_workers;
-  g.max_workers = max_workers;
-  return g;
-}
-
-// Linear capacity: `per_worker` messages/s per worker, deterministic.
-SimConfig linear_config(double per_worker, double warmup, int initial, int64_t slo) {
-  SimConfig c;
-  c.model.service_mean_seconds = 1.0 / per_worker;
-  c.model.usl_sigma = 0.0;
-  c.model.usl_kappa = 0.0;
-  c.model.service_distribution = "deterministic";
-  c.model.service_cv = 0.0;
-  c.model.warmup_seconds = warmup;
-  c.initial_workers = initial;
-  c.lag_slo = slo;
-  return c;
 }
 
 Trace trace_of(std::vector<double> rates, double bin_seconds = 1.0) {

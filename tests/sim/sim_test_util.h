@@ -10,6 +10,7 @@
 
 #include "policies/guards.h"
 #include "policies/policy.h"
+#include "sim/simulation.h"
 #include "sim/trace.h"
 
 namespace lagpilot::sim::testing {
@@ -45,6 +46,28 @@ inline GuardConfig open_guards() {
   g.hard_max_workers = 64;
   g.scale_down_window_seconds = 0.0;
   return g;
+}
+
+// open_guards() within [min_workers, max_workers].
+inline GuardConfig bounds(int min_workers, int max_workers) {
+  GuardConfig g = open_guards();
+  g.min_workers = min_workers;
+  g.max_workers = max_workers;
+  return g;
+}
+
+// Linear capacity: `per_worker` messages/s per worker, deterministic service, no USL.
+inline SimConfig linear_config(double per_worker, double warmup, int initial, int64_t slo) {
+  SimConfig c;
+  c.model.service_mean_seconds = 1.0 / per_worker;
+  c.model.usl_sigma = 0.0;
+  c.model.usl_kappa = 0.0;
+  c.model.service_distribution = "deterministic";
+  c.model.service_cv = 0.0;
+  c.model.warmup_seconds = warmup;
+  c.initial_workers = initial;
+  c.lag_slo = slo;
+  return c;
 }
 
 inline Trace constant_trace(double rate, double seconds, double bin_seconds = 1.0) {
