@@ -204,6 +204,19 @@ void format_rows(std::ostringstream& out, const std::vector<std::vector<std::str
   }
 }
 
+// One table row's cells: the first is the row's name, and a cell `bold` picks is set in bold
+// (the "best" class).
+template <typename Bold>
+void write_html_cells(std::ostringstream& out, const std::vector<std::string>& cells, Bold bold) {
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    out << "<td"
+        << (c == 0           ? " class=\"name\""
+            : bold(cells[c]) ? " class=\"best\""
+                             : "")
+        << ">" << html_escape(cells[c]) << "</td>";
+  }
+}
+
 }  // namespace
 
 int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals) {
@@ -527,15 +540,8 @@ void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
   out << "</tr></thead>\n<tbody>\n";
   for (const PolicyScore& p : b.policies) {
     out << "<tr" << (p.is_oracle ? " class=\"oracle\"" : "") << ">";
-    const std::vector<std::string> cells = row(b, p);
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      const bool fail = cells[c].rfind("FAIL", 0) == 0;
-      out << "<td"
-          << (c == 0 ? " class=\"name\""
-              : fail ? " class=\"best\""
-                     : "")
-          << ">" << html_escape(cells[c]) << "</td>";
-    }
+    write_html_cells(out, row(b, p),
+                     [](const std::string& cell) { return cell.rfind("FAIL", 0) == 0; });
     out << "</tr>\n";
   }
   out << "</tbody></table></div>\n<p class=\"note\">Over " << b.traces.size()
@@ -561,14 +567,7 @@ void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
       const std::vector<std::string> cells =
           reversals ? reversal_bound_row(b, a) : action_bound_row(b, a);
       out << "<tr>";
-      for (std::size_t c = 0; c < cells.size(); ++c) {
-        const bool impossible = cells[c] == "impossible";
-        out << "<td"
-            << (c == 0       ? " class=\"name\""
-                : impossible ? " class=\"best\""
-                             : "")
-            << ">" << html_escape(cells[c]) << "</td>";
-      }
+      write_html_cells(out, cells, [](const std::string& cell) { return cell == "impossible"; });
       out << "</tr>\n";
     }
     out << "</tbody></table></div>\n";
