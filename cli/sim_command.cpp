@@ -188,8 +188,9 @@ CommandMain add_sim_command(CLI::App& app) {
   app.add_flag(
       "--action-bound", o->action_bound,
       "With several traces: also the least worker-seconds any schedule needs with at "
-      "most 0.5x HPA's scale actions, per trace, and whether the worker-seconds and "
-      "actions goals can be met together (sim/action_bound.h; a few oracle DPs per trace)");
+      "most 0.5x HPA's scale actions, at most 0.5x its reversals, and both, per trace, and "
+      "whether those goals and the worker-seconds goal can be met together "
+      "(sim/action_bound.h; oracle DPs with prices: minutes per trace set)");
   add_fleet_options(app, fleet);
 
   return [o, trace_options, overrides, fleet, policy_option]() -> int {
