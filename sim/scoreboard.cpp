@@ -100,11 +100,19 @@ const TraceActionBound* action_bound_of(const Scoreboard& b, const std::string& 
   return nullptr;
 }
 
-bool reversal_pair_impossible(const Scoreboard& b, const std::string& trace) {
+// Whether the worker-seconds goal and a budget (the actions', or with `reversals` the
+// reversals') are proven unable to be met together on `trace`.
+bool pair_impossible(const Scoreboard& b, const std::string& trace, bool reversals) {
   const TraceActionBound* a = action_bound_of(b, trace);
-  return a != nullptr && a->has_reversal_bound &&
-         std::string(action_budget_verdict(a->reversal_bound, b.goals.max_worker_seconds_ratio)) ==
-             "impossible";
+  if (a == nullptr || (reversals && !a->has_reversal_bound)) return false;
+  const ActionBound& x = reversals ? a->reversal_bound : a->bound;
+  return std::string(action_budget_verdict(x, b.goals.max_worker_seconds_ratio)) == "impossible";
+}
+
+// worker_ticks / the oracle's, as "1.234x".
+std::string oracle_ratio_text(int64_t worker_ticks, int64_t oracle_worker_ticks) {
+  return text::fixed(double(worker_ticks) / double(std::max<int64_t>(1, oracle_worker_ticks)), 3) +
+         "x";
 }
 
 std::vector<std::string> reversal_bound_header(const ScoreboardGoals& g) {
@@ -138,25 +146,14 @@ std::vector<std::string> reversal_bound_row(const Scoreboard& b, const TraceActi
       std::to_string(x.best_price),
       action_budget_verdict(x, b.goals.max_worker_seconds_ratio),
       x.budget_feasible && a.joint.budget_feasible
-          ? text::fixed(double(a.joint.bound_worker_ticks) /
-                            double(std::max<int64_t>(1, a.bound.oracle_worker_ticks)),
-                        3) +
-                "x"
+          ? oracle_ratio_text(a.joint.bound_worker_ticks, a.bound.oracle_worker_ticks)
           : "inf",
       a.joint.has_witness
-          ? text::fixed(double(a.joint.witness_worker_ticks) /
-                            double(std::max<int64_t>(1, a.bound.oracle_worker_ticks)),
-                        3) +
-                "x (" + std::to_string(a.joint.witness_actions) + ", " +
+          ? oracle_ratio_text(a.joint.witness_worker_ticks, a.bound.oracle_worker_ticks) + " (" +
+                std::to_string(a.joint.witness_actions) + ", " +
                 std::to_string(a.joint.witness_reversals) + ")"
           : "-",
       joint_budget_verdict(a.joint, a.bound.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)};
-}
-
-bool pair_impossible(const Scoreboard& b, const std::string& trace) {
-  const TraceActionBound* a = action_bound_of(b, trace);
-  return a != nullptr && std::string(action_budget_verdict(
-                             a->bound, b.goals.max_worker_seconds_ratio)) == "impossible";
 }
 
 std::vector<std::string> action_bound_header(const ScoreboardGoals& g) {
@@ -373,11 +370,12 @@ std::string format_scoreboard(const Scoreboard& b) {
                 std::to_string(s.hpa_reversals) + ")";
       }
       if (!s.peak_ok) what += " max workers " + std::to_string(s.kpis.max_workers);
-      if (!what.empty() && (!s.worker_seconds_ok || !s.actions_ok) && pair_impossible(b, s.trace)) {
+      if (!what.empty() && (!s.worker_seconds_ok || !s.actions_ok) &&
+          pair_impossible(b, s.trace, false)) {
         what += " (ws and actions together: impossible)";
       }
       if (!what.empty() && (!s.worker_seconds_ok || !s.reversals_ok) &&
-          reversal_pair_impossible(b, s.trace)) {
+          pair_impossible(b, s.trace, true)) {
         what += " (ws and reversals together: impossible)";
       }
       if (!what.empty()) out << " [" << s.trace << ":" << what << "]";

@@ -146,6 +146,13 @@ TEST(Scoreboard, ActionBoundsMarkTracesWhereTheGoalsCannotBeMetTogether) {
   on_b.reversal_bound.budget = 3;
   on_b.reversal_bound.oracle_worker_ticks = 2000;
   on_b.reversal_bound.bound_worker_ticks = 2600;
+  // Both budgets together on b: at least 1.35x, and a schedule with 4 actions and 2 reversals
+  // at 1.45x.
+  on_b.joint.bound_worker_ticks = 2700;
+  on_b.joint.has_witness = true;
+  on_b.joint.witness_worker_ticks = 2900;
+  on_b.joint.witness_actions = 4;
+  on_b.joint.witness_reversals = 2;
   b.action_bounds = {on_a, on_b};
   EXPECT_STREQ(action_budget_verdict(on_a.bound, 1.15), "possible");
   EXPECT_STREQ(action_budget_verdict(on_b.bound, 1.15), "impossible");
@@ -158,6 +165,8 @@ TEST(Scoreboard, ActionBoundsMarkTracesWhereTheGoalsCannotBeMetTogether) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("1.300x"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.350x"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.450x (4, 2)"), std::string::npos) << text;
   EXPECT_EQ(reversal_budget_of(two_traces()[1].runs), 3);
   EXPECT_NE(text.find("1.200x"), std::string::npos) << text;
   EXPECT_NE(text.find("1.050x"), std::string::npos) << text;
