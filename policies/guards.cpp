@@ -178,9 +178,8 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
   // 5. Sink pushback.
   if (config_.sink_pushback_guard && obs.sink_pushback >= 0) w = apply_sink_pushback(w, obs, d);
 
-  // 6. Manual override (an expired pin is dropped, as in active_override(), without a copy).
-  if (override_ && obs.time >= override_->expires_at) override_.reset();
-  if (override_) {
+  // 6. Manual override (pinned() drops an expired pin, without a copy).
+  if (pinned(obs.time)) {
     const ManualOverride& pin = *override_;
     if (explain && pin.workers != w) {
       d.guards.push_back("override: pinned to " + std::to_string(pin.workers) +
@@ -312,7 +311,7 @@ void GuardChain::clear_override() {
 }
 
 std::optional<ManualOverride> GuardChain::active_override(double now) {
-  if (override_ && now >= override_->expires_at) override_.reset();
+  if (!pinned(now)) return std::nullopt;
   return override_;
 }
 

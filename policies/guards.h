@@ -79,7 +79,8 @@ class GuardChain {
   // The pin in effect at `now`, if any (an expired pin is dropped here).
   std::optional<ManualOverride> active_override(double now);
   // Whether a pin is in effect at `now` (as active_override(now).has_value(), without the copy
-  // of the pin and its reason that the ControlLoop's every tick made).
+  // of the pin and its reason that the ControlLoop's every tick made). The one place that drops
+  // an expired pin: active_override() and apply() go through it.
   bool pinned(double now) {
     if (override_ && now >= override_->expires_at) override_.reset();
     return override_.has_value();

@@ -97,12 +97,14 @@ TEST(GuardChain, LatencyCeilingAllowsScaleUpThatHelped) {
 TEST(GuardChain, OverridePinsUntilExpiry) {
   GuardChain g(no_window());
   g.set_override({10, 100.0, "incident 42"});
+  EXPECT_TRUE(g.pinned(50));
   Decision d = g.apply({4, ""}, "t", at(50, 4));
   EXPECT_EQ(d.workers, 10);
   EXPECT_EQ(d.source, "override");
   EXPECT_NE(d.guards.back().find("incident 42"), std::string::npos);
   EXPECT_EQ(g.apply({4, ""}, "t", at(100, 10)).workers, 4);
   EXPECT_FALSE(g.active_override(100).has_value());
+  EXPECT_FALSE(g.pinned(100));
 }
 
 TEST(GuardChain, OverrideBeatsBoundsButNotHardLimits) {
