@@ -5,9 +5,10 @@
 namespace lagpilot {
 
 ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
-                         GuardConfig guards, std::size_t decision_history)
+                         GuardConfig guards, std::size_t decision_history, Threading threading)
     : sampler_(sampler),
       actuator_(actuator),
+      locked_ticks_(threading == Threading::kShared),
       policy_(std::move(policy)),
       policy_name_(policy_ ? policy_->name() : std::string()),
       guards_(std::move(guards)),
@@ -16,7 +17,9 @@ ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<P
 Decision ControlLoop::tick(double now, std::string_view late) {
   Observation obs = sampler_.sample(now);
   obs.time = now;
-  std::unique_lock lock(mutex_);
+  // Deferred, then taken only when other threads may call in (Threading::kShared).
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (locked_ticks_) lock.lock();
   obs.min_workers = guards_.config().min_workers;
   obs.max_workers = guards_.config().max_workers;
   obs.pinned = guards_.pinned(now);
@@ -43,7 +46,7 @@ Decision ControlLoop::tick(double now, std::string_view late) {
   } else {
     record_locked(d);
   }
-  lock.unlock();
+  if (lock.owns_lock()) lock.unlock();
   // resize() is idempotent, so it is called every tick: the pool converges on the decision even
   // if a previous resize was rolled back (thread start failure).
   actuator_.resize(d.workers);

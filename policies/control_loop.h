@@ -14,6 +14,9 @@
 // clear_override(), set_bounds(), record_event(), recent_decisions() and the other accessors may
 // be called from any thread (the HTTP API); a mutex serialises them with tick(). The Sampler and
 // the Actuator are called only from tick(), on the control thread, with the mutex released.
+// A ControlLoop built with Threading::kOwnerOnly (the simulator's: millions of ticks, nobody else
+// holds it) is a plain single-threaded object instead: tick() takes no lock, so every method must
+// then be called from the one thread that owns it.
 
 #include <cstddef>
 #include <functional>
@@ -53,8 +56,13 @@ class ControlLoop {
   // keeps none (then last_decision() and last_observation() are empty and notes carry 0
   // workers): for callers that never read them, such as the simulator, which ticks millions of
   // times.
+  // `threading`: kShared (the default) for a loop that other threads reach (the live runtime's
+  // HTTP API); kOwnerOnly for one that only its owner's thread ever calls (see above), whose
+  // tick() then skips the uncontended lock and unlock.
+  enum class Threading { kShared, kOwnerOnly };
   ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<Policy> policy,
-              GuardConfig guards, std::size_t decision_history = 1000);
+              GuardConfig guards, std::size_t decision_history = 1000,
+              Threading threading = Threading::kShared);
 
   // One iteration of the loop at time `now` (seconds, from the caller's clock). `late` says why
   // the caller ran this tick late ("" when on schedule); the decision records it.
@@ -97,6 +105,7 @@ class ControlLoop {
   Sampler& sampler_;
   Actuator& actuator_;
   DecisionListener listener_;  // set before the loop starts
+  const bool locked_ticks_;    // Threading::kShared: tick() takes mutex_
 
   mutable std::mutex mutex_;  // guards everything below
   std::unique_ptr<Policy> policy_;
@@ -108,7 +117,7 @@ class ControlLoop {
   std::size_t history_head_ = 0;
   std::size_t history_limit_;
   std::optional<Observation> last_observation_;  // kept only with a history
-  double last_tick_time_ = 0.0;                   // the `now` of the last tick
+  double last_tick_time_ = 0.0;                  // the `now` of the last tick
   std::size_t ticks_ = 0;
 };
 

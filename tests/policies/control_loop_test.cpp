@@ -80,6 +80,33 @@ TEST(ControlLoop, PolicySwapTakesEffectOnNextTick) {
   EXPECT_EQ(c.tick(2).workers, 9);
 }
 
+TEST(ControlLoop, OwnerOnlyLoopDecidesAsTheSharedOne) {
+  // Threading::kOwnerOnly (the simulator's loops) only drops the lock: the same ticks give the
+  // same decisions, pins, bounds and log, tick for tick.
+  Fixture shared_io, owned_io;
+  ControlLoop shared(shared_io.sampler, shared_io.actuator, std::make_unique<LagOverHundred>(),
+                     guards_without_window());
+  ControlLoop owned(owned_io.sampler, owned_io.actuator, std::make_unique<LagOverHundred>(),
+                    guards_without_window(), 1000, ControlLoop::Threading::kOwnerOnly);
+  for (ControlLoop* c : {&shared, &owned}) {
+    c->set_override({12, 6.0, "drill"}, 0.0);
+    c->set_bounds(5, 14, 0.0);
+  }
+  for (int t = 1; t <= 12; ++t) {
+    shared_io.sampler.lag = owned_io.sampler.lag = 250 * t;
+    const Decision a = shared.tick(t);
+    const Decision b = owned.tick(t);
+    EXPECT_EQ(a.workers, b.workers) << t;
+    EXPECT_EQ(a.source, b.source) << t;
+    EXPECT_EQ(describe(a), describe(b)) << t;
+    EXPECT_EQ(shared_io.actuator.workers, owned_io.actuator.workers) << t;
+  }
+  EXPECT_EQ(owned_io.actuator.workers, 14);  // the pin expired, the bound holds
+  EXPECT_EQ(shared.ticks(), owned.ticks());
+  ASSERT_EQ(shared.recent_decisions(100).size(), owned.recent_decisions(100).size());
+  EXPECT_EQ(describe(shared.recent_decisions(1)[0]), describe(owned.recent_decisions(1)[0]));
+}
+
 TEST(EventQueue, TiesComeOutInScheduleOrder) {
   EventQueue<int> q;
   q.schedule(2.0, 1);

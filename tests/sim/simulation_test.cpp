@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "policies/config_reader.h"
+#include "policies/infinity.h"
 #include "policies/policy_factory.h"
+#include "sim/arrivals.h"
 #include "sim/report.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -115,6 +117,64 @@ TEST(Determinism, ThreadsDoNotChangeResults) {
   write_series_csv(a, one);
   write_series_csv(b, two);
   EXPECT_EQ(a.str(), b.str());
+}
+
+TEST(Determinism, SharedArrivalCountsDoNotChangeResults) {
+  // With fewer threads than runs, simulate_all() steps the runs of a thread together and draws
+  // their arrival counts once (CountTape); each run alone draws its own. Bins of 0.3 s under
+  // 0.7 s ticks cut every window into several segments, some of them empty (the zero bins), and
+  // the trace spans several tape blocks.
+  Trace trace;
+  trace.source = "segments";
+  trace.bin_seconds = 0.3;
+  for (int i = 0; i < 12000; ++i) trace.rates.push_back(i % 7 == 3 ? 0.0 : 40.0 + (i % 100));
+  for (const std::string fidelity : {"message", "batch"}) {
+    SimConfig config;
+    config.fidelity = fidelity;
+    config.tick_seconds = 0.7;
+    config.record_series = true;
+    std::vector<RunResult> alone;
+    for (const PolicySpec& spec : every_policy()) {
+      alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+    }
+    ASSERT_GT(alone[0].kpis.arrived, 200'000) << fidelity;
+    const std::string expected = to_json(alone, config, TraceInfo::of(trace)).dump();
+    std::ostringstream expected_series;
+    write_series_csv(expected_series, alone);
+    for (const int threads : {1, 2}) {
+      const auto grouped = simulate_all(trace, every_policy(), GuardConfig{}, config, threads);
+      EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(), expected)
+          << fidelity << " on " << threads << " threads";
+      std::ostringstream series;
+      write_series_csv(series, grouped);
+      EXPECT_EQ(series.str(), expected_series.str()) << fidelity << " on " << threads;
+    }
+  }
+}
+
+TEST(Determinism, CountTapeRefusesARunOutOfStep) {
+  // A run that asks for other means than the ones recorded (here: another trace) gets an error,
+  // not another run's counts.
+  const Trace recorded = constant_trace(50.0, 20.0);
+  const Trace other = constant_trace(60.0, 20.0);
+  arrivals::CountTape tape;
+  arrivals::ArrivalGenerator recorder(recorded, 1, /*batch=*/true, 100);
+  for (int i = 1; i <= 5; ++i) recorder.record_counts(i - 1.0, i, tape);
+  ASSERT_EQ(tape.size(), 5u);
+  arrivals::ArrivalGenerator same(recorded, 1, /*batch=*/true, 100);
+  arrivals::ArrivalGenerator drawn(recorded, 1, /*batch=*/true, 100);
+  same.replay_counts(&tape);
+  for (int i = 1; i <= 5; ++i) {
+    same.begin_window(i - 1.0, i, 0.001, 4);
+    drawn.begin_window(i - 1.0, i, 0.001, 4);
+    while (same.next_time() != kInf) same.pop();
+    while (drawn.next_time() != kInf) drawn.pop();
+    EXPECT_EQ(same.generated(), drawn.generated()) << i;
+  }
+  EXPECT_THROW(same.begin_window(5.0, 6.0, 0.001, 4), std::logic_error);  // past the tape
+  arrivals::ArrivalGenerator wrong(other, 1, /*batch=*/true, 100);
+  wrong.replay_counts(&tape);
+  EXPECT_THROW(wrong.begin_window(0.0, 1.0, 0.001, 4), std::logic_error);
 }
 
 TEST(Determinism, PrefetchedArrivalsAndServiceTimesDoNotChangeResults) {
