@@ -35,26 +35,52 @@ class SimulatedConsumer final : public Sampler, public Actuator {
 
   Observation sample(double now) override {
     now_ = now;
-    last_ = model_.sample(now);
-    last_lag_ = model_.arrived() - last_.processed - last_.shed;
-    return observations_.build(now, last_, model_.arrived(), last_lag_, last_.queue_depth,
-                               partitions_, explain_);
+    if (source_) {  // following: the leader's model was sampled at this tick already
+      last_ = source_->last_;
+      last_arrived_ = source_->last_arrived_;
+    } else {
+      last_ = model_.sample(now);
+      last_arrived_ = model_.arrived();
+    }
+    last_lag_ = last_arrived_ - last_.processed - last_.shed;
+    return observations_.build(now, last_, last_arrived_, last_lag_, last_.queue_depth, partitions_,
+                               explain_);
   }
 
-  void resize(int workers) override { model_.resize(now_, workers); }
+  void resize(int workers) override {
+    if (source_) {
+      requested_ = workers;  // SimRun::step decides whether the run can go on following
+    } else {
+      model_.resize(now_, workers);
+    }
+  }
+
+  // Samples taken from `source` (another run's consumer, sampled first at every tick) and
+  // resizes only recorded (requested()) while it is set; nullptr: the own model again.
+  void follow(const SimulatedConsumer* source) { source_ = source; }
+  int requested() const { return requested_; }
+  // The own model's sample at now() (after a catch-up: the one the leader's replaced).
+  void resample() {
+    last_ = model_.sample(now_);
+    last_arrived_ = model_.arrived();
+  }
 
   // Observation::explain of the next samples: whether the decision's text will be read.
   void set_explain(bool explain) { explain_ = explain; }
 
   const ModelSample& last_sample() const { return last_; }
   int64_t last_lag() const { return last_lag_; }
+  int64_t last_arrived() const { return last_arrived_; }
 
  private:
   ConsumerModel& model_;
+  const SimulatedConsumer* source_ = nullptr;
   int partitions_;
   double now_ = 0.0;
   ObservationBuilder observations_;
   int64_t last_lag_ = 0;
+  int64_t last_arrived_ = 0;
+  int requested_ = 0;
   bool explain_ = true;
   ModelSample last_;
 };
@@ -173,8 +199,10 @@ class SimRun {
     // The latency percentiles cost work at every completion and every tick; only the series,
     // the latency-ceiling guard and a policy that says it reads them need them (the KPIs do
     // not).
-    model_.set_latency_wanted(config.record_series || guards.latency_ceiling_seconds > 0.0 ||
-                              policy->reads_latency());
+    latency_wanted_ =
+        config.record_series || guards.latency_ceiling_seconds > 0.0 || policy->reads_latency();
+    model_.set_latency_wanted(latency_wanted_);
+    prefetch_ = prefetch;
     // Only this run's thread touches its loop: no lock per tick.
     controller_.emplace(consumer_, consumer_, std::move(policy), guards, /*decision_history=*/0,
                         ControlLoop::Threading::kOwnerOnly);
@@ -191,13 +219,140 @@ class SimRun {
   }
 
   int64_t ticks() const { return grid_.ticks; }
-  // Counts from `tape` instead of the count stream (simulate_all's groups; see CountTape).
-  void replay_counts(const CountTape* tape) { arrivals_.replay_counts(tape); }
+
+  // The block of ticks from `from` on replays its arrival counts from `tape` (simulate_all's
+  // groups; see CountTape); nullptr: the run draws them.
+  void begin_block(const CountTape* tape, int64_t from) {
+    tape_ = tape;
+    block_from_ = from;
+    if (!leader_) arrivals_.replay_counts(tape);
+  }
+
+  // Exact memoization (simulate_all's groups). Two runs whose models got the same inputs so far
+  // (the same arrivals, which every run of a simulate_all() gets, and only resizes to the size
+  // the pool already had, which change nothing) hold models in the same state, bit for bit, so
+  // a follower takes the leader's model sample at each tick instead of simulating its own. It
+  // leaves at the first tick where either run's resize would change its pool (or the leader
+  // fails): it then brings its own, untouched, model through every tick so far (catch_up, at
+  // most the work it saved) and goes on alone. Only runs whose models are configured alike
+  // (latency percentiles wanted or not) and that do not shed (the gate feeds the model) follow.
+  bool can_follow(const SimRun& leader) const {
+    return !prefetch_ && !leader.prefetch_ && !gate_ && !leader.gate_ && !leader.leader_ &&
+           latency_wanted_ == leader.latency_wanted_ && fidelity_ == leader.fidelity_ &&
+           &config_ == &leader.config_;
+  }
+  // Follows `leader`, which steps each tick before this run does. Before the first step.
+  void follow(SimRun& leader) {
+    leader_ = &leader;
+    consumer_.follow(&leader.consumer_);
+  }
+  bool following() const { return leader_ != nullptr; }
+  // The run failed at its current tick: its followers catch up and go on alone.
+  void mark_failed() { failed_ = true; }
 
   // Tick i (1 .. ticks(), in order).
   void step(int64_t i) {
     const SimConfig& config = config_;
     const double tick = grid_.tick;
+    const double t1 = grid_.end(i);
+    ConsumerModel& model = model_;
+    if (leader_ && leader_->failed_) catch_up(i - 1);  // then this tick as any run's
+    if (!leader_) advance_window(i);
+
+    // Only recorded decisions keep their text: once RunResult::decisions is full, nobody reads
+    // a reason again, so the policy and the guards skip writing them (same numbers either way).
+    consumer_.set_explain(static_cast<int>(result_.decisions.size()) < config.max_decisions);
+    const Decision d = controller_->tick(t1);
+    if (leader_ && (leader_->resized_ ||
+                    std::max(0, consumer_.requested()) != consumer_.last_sample().pool_size)) {
+      catch_up(i);
+      model.resize(t1, consumer_.requested());
+    }
+    const ModelSample& m = consumer_.last_sample();
+    const int64_t lag = consumer_.last_lag();
+    const int before = m.pool_size;  // pool during [t0, t1)
+    Kpis& k = result_.kpis;
+    k.lag_integral += static_cast<double>(lag) * tick;
+    k.max_lag = std::max(k.max_lag, lag);
+    if (lag > config.lag_slo) k.seconds_above_slo += tick;
+    p99_lag_.add(lag);
+    k.worker_seconds += static_cast<double>(before) * tick;
+    if (gate_) {
+      if (gate_->active()) k.shed_seconds += tick;  // on during [t0, t1)
+      // Pressure as the live runtime sees it at its tick (see simulation.h): lag above the SLO.
+      if (gate_->update(t1, lag > config.lag_slo) == ShedGate::Transition::kStarted) {
+        ++k.shed_starts;
+      }
+      model.set_shedding(gate_->active());
+    }
+    const int after = model.pool_size();
+    resized_ = after != before;  // read by the followers' step(i)
+    k.max_workers = std::max(k.max_workers, after);
+    if (after != before) {
+      ++k.scale_actions;
+      const int direction = after > before ? 1 : -1;
+      if (last_direction_ != 0 && direction != last_direction_) ++k.reversals;
+      last_direction_ = direction;
+      if (static_cast<int>(result_.decisions.size()) < config.max_decisions) {
+        result_.decisions.push_back(d);
+      }
+    }
+    if (config.record_series && grid_.series_point(i)) {
+      const double span = t1 - series_time_;
+      SeriesPoint p;
+      p.t = t1;
+      p.arrival_rate = static_cast<double>(consumer_.last_arrived() - series_arrived_) / span;
+      p.processed_rate = static_cast<double>(m.processed - series_processed_) / span;
+      p.lag = lag;
+      p.workers = before;
+      p.latency_p99 = m.latency_p99;
+      p.shed_rate = static_cast<double>(m.shed - series_shed_) / span;
+      result_.series.push_back(p);
+      series_shed_ = m.shed;
+      series_arrived_ = consumer_.last_arrived();
+      series_processed_ = m.processed;
+      series_time_ = t1;
+    }
+  }
+
+  // The result, after the last step.
+  RunResult finish() {
+    // Conservation, counted two ways: the arrival and completion counters against what sits in
+    // the queue and on the workers.
+    // A run that followed to the end counts from its leader's model (the same state).
+    const SimRun& source = leader_ ? *leader_ : *this;
+    const ConsumerModel& model = source.model_;
+    Kpis& k = result_.kpis;
+    const ModelSample& last = consumer_.last_sample();
+    const int64_t partial = last.processed - model.completed();
+    k.arrived = model.arrived();
+    k.processed = last.processed;
+    k.final_lag = model.in_system() - partial;
+    k.shed = last.shed;
+    if (k.arrived != k.processed + k.shed + k.final_lag || k.shed != model.shed() ||
+        k.arrived != source.arrivals_.generated() || k.final_lag != consumer_.last_lag()) {
+      throw std::logic_error(
+          "simulate: conservation violated: arrived " + std::to_string(k.arrived) + " (generated " +
+          std::to_string(arrivals_.generated()) + ") != processed " + std::to_string(k.processed) +
+          " + shed " + std::to_string(k.shed) + " + final lag " + std::to_string(k.final_lag) +
+          " (sampled lag " + std::to_string(consumer_.last_lag()) + ")");
+    }
+
+    k.p99_lag = p99_lag_.value();
+    k.ticks = grid_.ticks;
+    k.duration_seconds = static_cast<double>(grid_.ticks) * grid_.tick;
+    k.mean_workers = k.worker_seconds / k.duration_seconds;
+    if (model.completed() > 0) {
+      k.mean_wait_seconds = model.total_wait_seconds() / static_cast<double>(model.completed());
+      k.mean_service_seconds =
+          model.total_service_seconds() / static_cast<double>(model.completed());
+    }
+    return std::move(result_);
+  }
+
+ private:
+  // The model through the window of tick i: its events and the window's arrivals.
+  void advance_window(int64_t i) {
     const double t0 = grid_.start(i);
     const double t1 = grid_.end(i);
     ConsumerModel& model = model_;
@@ -221,90 +376,33 @@ class SimRun {
     if (arrivals_.next_time() != kInf) {
       throw std::logic_error("simulate: arrivals left over past their tick window");
     }
+  }
 
-    // Only recorded decisions keep their text: once RunResult::decisions is full, nobody reads
-    // a reason again, so the policy and the guards skip writing them (same numbers either way).
-    consumer_.set_explain(static_cast<int>(result_.decisions.size()) < config.max_decisions);
-    const Decision d = controller_->tick(t1);
-    const ModelSample& m = consumer_.last_sample();
-    const int64_t lag = consumer_.last_lag();
-    const int before = m.pool_size;  // pool during [t0, t1)
-    Kpis& k = result_.kpis;
-    k.lag_integral += static_cast<double>(lag) * tick;
-    k.max_lag = std::max(k.max_lag, lag);
-    if (lag > config.lag_slo) k.seconds_above_slo += tick;
-    p99_lag_.add(lag);
-    k.worker_seconds += static_cast<double>(before) * tick;
-    if (gate_) {
-      if (gate_->active()) k.shed_seconds += tick;  // on during [t0, t1)
-      // Pressure as the live runtime sees it at its tick (see simulation.h): lag above the SLO.
-      if (gate_->update(t1, lag > config.lag_slo) == ShedGate::Transition::kStarted) {
-        ++k.shed_starts;
-      }
-      model.set_shedding(gate_->active());
+  // Stops following: the own model through ticks 1 .. k, sampled at each, as the run would have
+  // done alone (every resize so far left the pool as it was, so none is replayed). Counts before
+  // the block are drawn from the run's own count stream (the recorder's, draw for draw), the
+  // block's are replayed. The sample at k must be the leader's, which the run used.
+  void catch_up(int64_t k) {
+    const ModelSample used = consumer_.last_sample();
+    leader_ = nullptr;
+    consumer_.follow(nullptr);
+    arrivals_.replay_counts(nullptr);
+    for (int64_t t = 1; t <= k; ++t) {
+      if (t == block_from_) arrivals_.replay_counts(tape_);
+      advance_window(t);
+      if (t < k) model_.sample(grid_.end(t));
     }
-    const int after = model.pool_size();
-    k.max_workers = std::max(k.max_workers, after);
-    if (after != before) {
-      ++k.scale_actions;
-      const int direction = after > before ? 1 : -1;
-      if (last_direction_ != 0 && direction != last_direction_) ++k.reversals;
-      last_direction_ = direction;
-      if (static_cast<int>(result_.decisions.size()) < config.max_decisions) {
-        result_.decisions.push_back(d);
-      }
-    }
-    if (config.record_series && grid_.series_point(i)) {
-      const double span = t1 - series_time_;
-      SeriesPoint p;
-      p.t = t1;
-      p.arrival_rate = static_cast<double>(model.arrived() - series_arrived_) / span;
-      p.processed_rate = static_cast<double>(m.processed - series_processed_) / span;
-      p.lag = lag;
-      p.workers = before;
-      p.latency_p99 = m.latency_p99;
-      p.shed_rate = static_cast<double>(m.shed - series_shed_) / span;
-      result_.series.push_back(p);
-      series_shed_ = m.shed;
-      series_arrived_ = model.arrived();
-      series_processed_ = m.processed;
-      series_time_ = t1;
+    if (k < block_from_) arrivals_.replay_counts(tape_);
+    if (k == 0) return;
+    consumer_.resample();
+    const ModelSample& own = consumer_.last_sample();
+    if (own.processed != used.processed || own.shed != used.shed ||
+        own.queue_depth != used.queue_depth || own.pool_size != used.pool_size ||
+        own.busy_mean != used.busy_mean || own.latency_p99 != used.latency_p99) {
+      throw std::logic_error("simulate: a followed model differs from the run's own");
     }
   }
 
-  // The result, after the last step.
-  RunResult finish() {
-    // Conservation, counted two ways: the arrival and completion counters against what sits in
-    // the queue and on the workers.
-    Kpis& k = result_.kpis;
-    const ModelSample& last = consumer_.last_sample();
-    const int64_t partial = last.processed - model_.completed();
-    k.arrived = model_.arrived();
-    k.processed = last.processed;
-    k.final_lag = model_.in_system() - partial;
-    k.shed = last.shed;
-    if (k.arrived != k.processed + k.shed + k.final_lag || k.shed != model_.shed() ||
-        k.arrived != arrivals_.generated() || k.final_lag != consumer_.last_lag()) {
-      throw std::logic_error(
-          "simulate: conservation violated: arrived " + std::to_string(k.arrived) + " (generated " +
-          std::to_string(arrivals_.generated()) + ") != processed " + std::to_string(k.processed) +
-          " + shed " + std::to_string(k.shed) + " + final lag " + std::to_string(k.final_lag) +
-          " (sampled lag " + std::to_string(consumer_.last_lag()) + ")");
-    }
-
-    k.p99_lag = p99_lag_.value();
-    k.ticks = grid_.ticks;
-    k.duration_seconds = static_cast<double>(grid_.ticks) * grid_.tick;
-    k.mean_workers = k.worker_seconds / k.duration_seconds;
-    if (model_.completed() > 0) {
-      k.mean_wait_seconds = model_.total_wait_seconds() / static_cast<double>(model_.completed());
-      k.mean_service_seconds =
-          model_.total_service_seconds() / static_cast<double>(model_.completed());
-    }
-    return std::move(result_);
-  }
-
- private:
   const SimConfig& config_;
   const std::string fidelity_;
   const TickGrid grid_;
@@ -321,6 +419,15 @@ class SimRun {
   int64_t series_shed_ = 0;
   std::optional<ShedGate> gate_;
   StretchedService stretched_;
+  bool latency_wanted_ = false;
+  bool prefetch_ = false;
+  // Groups (simulate_all): the block's tape and first tick, the run followed (see can_follow),
+  // whether this run's pool changed at its last step and whether the run failed.
+  const CountTape* tape_ = nullptr;
+  int64_t block_from_ = 1;
+  SimRun* leader_ = nullptr;
+  bool resized_ = false;
+  bool failed_ = false;
 };
 
 RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
@@ -371,9 +478,10 @@ uint64_t model_service_seed(const SimConfig& config) {
 
 namespace {
 
-// The runs of one thread (simulate_all() with fewer threads than runs), advanced together a block
-// of ticks at a time: one generator draws the block's arrival counts into a CountTape, then each
-// run steps through the block replaying them. A run that throws stops; the others go on.
+// The runs of one thread (simulate_all() with fewer threads than runs), advanced together a tick
+// at a time over blocks of ticks: one generator draws a block's arrival counts into a CountTape,
+// which every run replays, and the runs that can follow the first one take its model's samples
+// (SimRun::can_follow). A run that throws stops; the others go on.
 void run_group(const Trace& trace, const SimConfig& config,
                std::vector<std::unique_ptr<SimRun>>& runs, std::vector<std::exception_ptr>& errors,
                const std::vector<std::size_t>& members, std::vector<RunResult>& results) {
@@ -393,6 +501,10 @@ void run_group(const Trace& trace, const SimConfig& config,
     runs[i].reset();
     return;
   }
+  // The first run leads; the others that can follow it do (SimRun::can_follow).
+  for (std::size_t j = 1; j < live.size(); ++j) {
+    if (runs[live[j]]->can_follow(*runs[live[0]])) runs[live[j]]->follow(*runs[live[0]]);
+  }
   const TickGrid grid(trace.duration(), config.tick_seconds, config.series_interval_seconds);
   ArrivalGenerator counts(trace, config.seed, /*batch=*/true, config.batch_size);
   CountTape tape;
@@ -403,13 +515,17 @@ void run_group(const Trace& trace, const SimConfig& config,
       counts.record_counts(grid.start(to), grid.end(to), tape);
       ++to;
     }
-    for (const std::size_t i : live) {
-      if (errors[i]) continue;
-      try {
-        runs[i]->replay_counts(&tape);
-        for (int64_t t = from; t < to; ++t) runs[i]->step(t);
-      } catch (...) {
-        errors[i] = std::current_exception();
+    for (const std::size_t i : live) runs[i]->begin_block(&tape, from);
+    // Tick by tick, the leader first: its followers read its sample of the same tick.
+    for (int64_t t = from; t < to; ++t) {
+      for (const std::size_t i : live) {
+        if (errors[i]) continue;
+        try {
+          runs[i]->step(t);
+        } catch (...) {
+          errors[i] = std::current_exception();
+          runs[i]->mark_failed();
+        }
       }
     }
     from = to;
@@ -421,8 +537,8 @@ void run_group(const Trace& trace, const SimConfig& config,
     } catch (...) {
       errors[i] = std::current_exception();
     }
-    runs[i].reset();
   }
+  for (const std::size_t i : live) runs[i].reset();  // a follower's finish() read its leader
 }
 
 }  // namespace

@@ -178,11 +178,15 @@ RunResult simulate(const Trace& trace, std::unique_ptr<Policy> policy, const std
 RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig& guards,
                    const SimConfig& config);
 
-// Runs every spec (in `threads` threads, each run independent; <= 1: one after the other) and
-// returns the results in the order of `specs`. Results do not depend on `threads`. Policies are
-// all built (and their parameters checked) before anything runs. With more threads than specs,
-// each per-message run draws its arrival times and service times ahead on two helper threads
-// (sim/prefetched_stream.h): the same values it would draw itself, so the same results.
+// Runs every spec (in `threads` threads; <= 1: all on the calling thread) and returns the
+// results in the order of `specs`. Results do not depend on `threads`: each is the result
+// simulate() gives for its spec alone. Policies are all built (and their parameters checked)
+// before anything runs. With more threads than specs, each per-message run draws its arrival
+// times and service times ahead on two helper threads (sim/prefetched_stream.h). With fewer,
+// the runs of a thread advance together, tick by tick: they draw their arrival counts once, and
+// a run whose model got the same inputs as the thread's first run (no resize that changed its
+// pool yet) takes that run's model samples instead of simulating its own (simulation.cpp,
+// SimRun::can_follow). The same values either way, so the same results.
 std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<PolicySpec>& specs,
                                     const GuardConfig& guards, const SimConfig& config,
                                     int threads = 1);

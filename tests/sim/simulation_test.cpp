@@ -152,6 +152,39 @@ TEST(Determinism, SharedArrivalCountsDoNotChangeResults) {
   }
 }
 
+TEST(Determinism, FollowedModelsDoNotChangeResults) {
+  // simulate_all()'s runs on one thread take the first run's model samples while their resizes
+  // change nothing (SimRun::can_follow): here the light load keeps pid, threshold, hpa and keda
+  // at 4 workers to the end (followed throughout), static:16 leaves at its first tick, and a
+  // late burst makes the followers leave late (a catch-up across many count blocks). Leading
+  // with static:16 makes every other run leave at once.
+  Trace trace = constant_trace(5.0, 4000.0, 0.4);
+  for (std::size_t i = 8750; i < 8850; ++i) trace.rates[i] = 2000.0;  // 3500 s .. 3540 s
+  for (const std::string fidelity : {"message", "batch"}) {
+    for (const bool late_burst : {false, true}) {
+      SimConfig config;
+      config.fidelity = fidelity;
+      const Trace flat = constant_trace(5.0, 3000.0, 0.4);
+      const Trace& t = late_burst ? trace : flat;
+      for (const std::string first : {"hpa", "static:16"}) {
+        std::vector<PolicySpec> specs;
+        for (const std::string name :
+             {first.c_str(), "pid", "threshold", "keda", first == "hpa" ? "static:16" : "hpa"}) {
+          specs.push_back(parse_policy_spec(name));
+        }
+        std::vector<RunResult> alone;
+        for (const PolicySpec& spec : specs)
+          alone.push_back(simulate(t, spec, GuardConfig{}, config));
+        const auto grouped = simulate_all(t, specs, GuardConfig{}, config, 1);
+        SCOPED_TRACE(fidelity + (late_burst ? " burst " : " flat ") + first + " first");
+        EXPECT_EQ(to_json(grouped, config, TraceInfo::of(t)).dump(),
+                  to_json(alone, config, TraceInfo::of(t)).dump());
+        EXPECT_EQ(alone[1].kpis.scale_actions > 0, late_burst);  // pid: followed to the end?
+      }
+    }
+  }
+}
+
 TEST(Determinism, CountTapeRefusesARunOutOfStep) {
   // A run that asks for other means than the ones recorded (here: another trace) gets an error,
   // not another run's counts.
