@@ -299,8 +299,8 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     } else if (params_.plateau_cost > 0.0 && plateau < current) {
       plateau_surplus_ += (current - plateau) * dt;
     }
-    if (pending_down_ == 0 && plateau < current && !held &&
-        params_.plateau_cost > 0.0 && plateau_surplus_ >= params_.plateau_cost) {
+    if (pending_down_ == 0 && plateau < current && !held && params_.plateau_cost > 0.0 &&
+        plateau_surplus_ >= params_.plateau_cost) {
       pending_down_ = plateau;
       shed_since_ = last_time_;
     }
@@ -345,12 +345,21 @@ Proposal HybridPolicy::decide(const Observation& obs) {
 }
 
 nlohmann::json HybridPolicy::state() const {
-  return {{"rate_fast", rate_fast_}, {"rate_slow", rate_slow_},
-          {"demand", demand_},       {"capacity", capacity_},
-          {"up_target", up_target_}, {"down_target", down_target_},
-          {"surplus", surplus_},     {"pending_down", pending_down_},
-          {"gap_hold", hold_},       {"cap", finite_or_null(cap_)},
-          {"workers", workers_},     {"fit", learner_.fitted().to_json()}};
+  return {{"rate_fast", rate_fast_},
+          {"rate_slow", rate_slow_},
+          {"demand", demand_},
+          {"capacity", capacity_},
+          {"up_target", up_target_},
+          {"down_target", down_target_},
+          {"surplus", surplus_},
+          {"pending_down", pending_down_},
+          {"gap_hold", hold_},
+          {"spike", spike_},
+          {"absorbed", absorbed_},
+          {"plateau_surplus", plateau_surplus_},
+          {"cap", finite_or_null(cap_)},
+          {"workers", workers_},
+          {"fit", learner_.fitted().to_json()}};
 }
 
 }  // namespace lagpilot

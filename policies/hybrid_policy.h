@@ -209,7 +209,8 @@ class HybridPolicy : public Policy {
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
-  // (worker-seconds), pending_down, gap_hold (seconds), cap (null: none), workers, and the curve
+  // (worker-seconds), pending_down, gap_hold (seconds), spike (one under way), absorbed (left to
+  // the lag buffer), plateau_surplus (worker-seconds), cap (null: none), workers, and the curve
   // ("fit": UslModel keys).
   nlohmann::json state() const override;
 
@@ -234,16 +235,17 @@ class HybridPolicy : public Policy {
   double shed_since_ = 0.0;        // when the surplus of the last scale-down began
   bool in_surplus_ = false;        // surplus_since_ is set
   double prev_arrival_ = 0.0;      // the previous tick's arrival rate
-  bool spike_ = false;             // a spike is under way
-  double spike_start_ = 0.0;       // when it began
-  double spike_rate_ = 0.0;        // the arrival rate above which it lasts
+  // Spikes (see the class comment): the one under way, and the last three spikes' lengths.
   static constexpr int kSpikeMemory = 3;
-  double spike_lengths_[kSpikeMemory] = {};  // the last spikes' lengths, seconds (a ring)
+  bool spike_ = false;
+  double spike_start_ = 0.0;
+  double spike_rate_ = 0.0;                  // the arrival rate above which it lasts
+  double spike_lengths_[kSpikeMemory] = {};  // seconds, a ring
   int spikes_ = 0;                           // spikes seen
-  bool absorbed_ = false;
-  double plateau_surplus_ = 0.0;  // worker-seconds toward the plateau step
-  int own_ = 0;                    // the last size the policy proposed (0: none yet)
-  bool was_pinned_ = false;        // Observation::pinned at the previous tick
+  bool absorbed_ = false;                    // this tick's scale-up left to the buffer
+  double plateau_surplus_ = 0.0;             // worker-seconds toward the plateau step
+  int own_ = 0;                              // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;                  // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;
