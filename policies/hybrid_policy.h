@@ -86,7 +86,7 @@ struct HybridParams {
   // off; keep it below the lag SLO).
   double spike_lag = 8000.0;
   double spike_min_seconds = 5.0;
-  double spike_prior_seconds = 10.0;
+  double spike_prior_seconds = 20.0;
   // Plateau step: once the pool has held a surplus over the size a scale-up would choose for
   // the level (r_slow at target_utilization, a size inside the band where the scale-down above
   // holds still) worth plateau_cost worker-seconds (>= 0; 0: off), it steps down to that size.

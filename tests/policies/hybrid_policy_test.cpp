@@ -266,8 +266,8 @@ TEST(HybridPolicy, DoesNotSizeABurstOnOneNoisyTick) {
   EXPECT_EQ(workers_spiked, 8);  // not 11 (1000 / 0.97)
 }
 
-// A spike far above capacity (300 -> 900 msg/s on 4 workers, a raw burst) that lasts 8 s, under
-// the 10 s prior: the lag it builds (about 4,000 messages) is projected to stay under spike_lag,
+// A spike far above capacity (300 -> 750 msg/s on 4 workers, a raw burst) that lasts 14 s, under
+// the 20 s prior: the lag it builds (about 5,000 messages) is projected to stay under spike_lag,
 // so no worker moves, neither while it lasts nor after it, when the level and the backlog term
 // still remember it but the pool already drains the lag (without that rule the level test
 // answers it on its first tick back at 300 msg/s). With spike_lag 0 the spike is answered on
@@ -279,7 +279,7 @@ TEST(HybridPolicy, LeavesASpikeAsShortAsExpectedToTheLagBuffer) {
     HybridPolicy policy(params);
     FluidPlant plant;
     const auto proposals =
-        run(policy, plant, 1200, [](int s) { return s >= 600 && s < 608 ? 900.0 : 300.0; });
+        run(policy, plant, 1200, [](int s) { return s >= 600 && s < 614 ? 750.0 : 300.0; });
     ASSERT_EQ(proposals[599], 4);
     if (spike_lag > 0.0) {
       EXPECT_EQ(changes(proposals, 0, proposals.size()), 0);
@@ -289,7 +289,7 @@ TEST(HybridPolicy, LeavesASpikeAsShortAsExpectedToTheLagBuffer) {
   }
 }
 
-// The same 900 msg/s held on outlasts the expected length and is answered while its lag is
+// The same 750 msg/s held on outlasts the expected length and is answered while its lag is
 // still under the SLO; and once a spike has lasted minutes, the next one is expected to last as
 // long and is answered on its second tick.
 TEST(HybridPolicy, AnswersASpikeThatOutlastsTheExpectedLength) {
@@ -298,7 +298,7 @@ TEST(HybridPolicy, AnswersASpikeThatOutlastsTheExpectedLength) {
   double max_lag = 0.0;
   std::vector<int> proposals;
   for (int s = 0; s < 1600; ++s) {
-    plant.arrival = (s >= 600 && s < 720) || s >= 1500 ? 900.0 : 300.0;
+    plant.arrival = (s >= 600 && s < 720) || s >= 1500 ? 750.0 : 300.0;
     const Proposal p = policy.decide(plant.observe());
     proposals.push_back(p.workers);
     plant.workers = p.workers;
@@ -306,8 +306,8 @@ TEST(HybridPolicy, AnswersASpikeThatOutlastsTheExpectedLength) {
     if (s < 720) max_lag = std::max(max_lag, plant.lag);
   }
   ASSERT_EQ(proposals[599], 4);
-  EXPECT_EQ(proposals[601], 4);  // absorbed at first: 10 s expected
-  EXPECT_GT(proposals[615], 4);  // answered once the spike outlasts it
+  EXPECT_EQ(proposals[601], 4);  // absorbed at first: 20 s expected
+  EXPECT_GT(proposals[625], 4);  // answered once the spike outlasts it
   EXPECT_LT(max_lag, 9000.0);
   ASSERT_EQ(proposals[1499], 4);
   EXPECT_GT(proposals[1501], 4);  // the last spike lasted 120 s: answered at once
