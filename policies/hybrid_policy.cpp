@@ -288,6 +288,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         surplus_ >= params_.scale_down_cost) {
       pending_down_ = down_target_;
       shed_since_ = surplus_since_;
+      plateau_step_ = false;
     }
     // The plateau step: to the size a scale-up would give the level, inside the band where the
     // step above holds still, once that surplus has paid the higher plateau_cost.
@@ -303,12 +304,17 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         plateau_surplus_ >= params_.plateau_cost) {
       pending_down_ = plateau;
       shed_since_ = last_time_;
+      plateau_step_ = true;
     }
     if (pending_down_ > 0) target = pending_down_;
     if (obs.explain) {
       why = "rate " + fixed(rate_fast_, 0) + "/s, capacity " + fixed(capacity_, 0) + "/s of " +
             std::to_string(current);
-      if (target < current) {
+      if (target < current && plateau_step_) {
+        why += ": plateau: surplus over " + num(params_.target_utilization * 100) +
+               "% utilization paid " + num(params_.plateau_cost) + " worker-s: scale down to " +
+               std::to_string(target);
+      } else if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
       } else if (down_target_ < current && held && surplus_ >= params_.scale_down_cost) {
         why += ": hold (gap hold: the load came back after " + fixed(hold_, 0) +

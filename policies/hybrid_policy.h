@@ -1,6 +1,7 @@
 #pragma once
 // The `hybrid` policy (the default): feedforward from the measured scaling curve, feedback on
-// lag, and a cost per scale-down so that the pool moves rarely and in useful steps.
+// lag, and a cost per scale-down so that the pool moves rarely and in useful steps; a spike
+// expected (from the last ones) to end before the lag buffer fills is left to the buffer.
 //
 // Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
@@ -171,8 +172,8 @@ struct HybridParams {
 // integer steps of a pool of 8-12 workers are 8-12 % each). A second surplus, toward
 // ceil(n with X(n) = r_slow / target_utilization), accumulates like the first one, and at the
 // higher price plateau_cost the pool steps down to it: only a load that sits still for many
-// minutes gets there, and a scale-up would size the level the same, so no reversal follows
-// from noise.
+// minutes gets there; a scale-up would size the level the same, and one needs the level to
+// clear the new capacity by level_margin + reversal_margin, far beyond the rate's noise.
 //
 // Gap hold (a reversal backoff): when a scale-up reverses a scale-down within
 // reversal_window_seconds, the gap g (from when the shed surplus began to the scale-up) is
@@ -244,6 +245,7 @@ class HybridPolicy : public Policy {
   int spikes_ = 0;                           // spikes seen
   bool absorbed_ = false;                    // this tick's scale-up left to the buffer
   double plateau_surplus_ = 0.0;             // worker-seconds toward the plateau step
+  bool plateau_step_ = false;                // the latched scale-down is the plateau step
   int own_ = 0;                              // the last size the policy proposed (0: none yet)
   bool was_pinned_ = false;                  // Observation::pinned at the previous tick
   // Last decision, for state().
