@@ -62,6 +62,10 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("reversal_window_seconds", p.reversal_window_seconds, 0.0, 86400.0);
   require_positive(r, "reversal_window_seconds", p.reversal_window_seconds);
   r.read("gap_hold_seconds", p.gap_hold_seconds, 0.0, 86400.0);
+  r.read("spike_lag", p.spike_lag, 0.0, 1e15);
+  r.read("spike_min_seconds", p.spike_min_seconds, 0.0, 86400.0);
+  r.read("spike_prior_seconds", p.spike_prior_seconds, 0.0, 86400.0);
+  r.read("plateau_cost", p.plateau_cost, 0.0, 1e12);
   if (const nlohmann::json* model = r.raw("model")) {
     if (model->is_object()) {
       for (const char* key : kModelSizingKeys) {
@@ -95,6 +99,10 @@ nlohmann::json HybridParams::to_json() const {
           {"raw_burst_horizon_seconds", raw_burst_horizon_seconds},
           {"reversal_window_seconds", reversal_window_seconds},
           {"gap_hold_seconds", gap_hold_seconds},
+          {"spike_lag", spike_lag},
+          {"spike_min_seconds", spike_min_seconds},
+          {"spike_prior_seconds", spike_prior_seconds},
+          {"plateau_cost", plateau_cost},
           {"model", learner_json(model.to_json())}};
 }
 
@@ -144,6 +152,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   // A resize (ours, a guard's or an operator's) starts a new dwell: the surplus is of this pool.
   if (current != last_pool_) {
     surplus_ = 0.0;
+    plateau_surplus_ = 0.0;
     in_surplus_ = false;
     if (last_pool_ >= 0) {
       const bool up = current > last_pool_;
@@ -174,8 +183,20 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   // to follow. It counts as a burst only far above capacity (raw_burst_margin), where no noise
   // reaches.
   const double raw = std::min(arrival, prev_arrival_);
+  const double prev_arrival = prev_arrival_;
   prev_arrival_ = arrival;
   const bool raw_over = raw > capacity_ * (1.0 + params_.raw_burst_margin);
+  // Spikes: from the tick before the raw rate saw one (it sees a jump on its second tick) until
+  // two ticks in a row fall back under the rate that began it; their lengths are remembered.
+  if (!spike_ && raw_over && known) {
+    spike_ = true;
+    spike_start_ = last_time_ - dt;
+    spike_rate_ = capacity_ * (1.0 + params_.raw_burst_margin);
+  } else if (spike_ && std::max(arrival, prev_arrival) <= spike_rate_) {
+    spike_ = false;
+    spike_lengths_[spikes_ % kSpikeMemory] = std::max(0.0, last_time_ - dt - spike_start_);
+    ++spikes_;
+  }
   const double fast = raw_over ? std::max(rate_fast_, raw) : rate_fast_;
   const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
@@ -191,7 +212,27 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   // as lag in the backlog term.
   const double level_margin =
       params_.level_margin + (last_change_up_ ? 0.0 : params_.reversal_margin);
-  const bool overloaded = demand_ > capacity_ * (1.0 + level_margin) || burst;
+  bool overloaded = demand_ > capacity_ * (1.0 + level_margin) || burst;
+  // A pool that drains the lag (both of the last two ticks' arrivals below its capacity) needs
+  // no more workers while the lag is under burst_lag: after a spike the level and the backlog
+  // term still remember it, but the spike is over.
+  if (overloaded && std::max(arrival, prev_arrival) < capacity_ && lag < params_.burst_lag) {
+    overloaded = false;
+  }
+  // Spike absorption: a spike expected to end before its lag reaches spike_lag is left to the
+  // lag buffer, as the clairvoyant oracle leaves it (see the class comment).
+  absorbed_ = false;
+  if (overloaded && spike_ && (spikes_ > 0 || params_.spike_prior_seconds > 0.0) &&
+      params_.spike_lag > 0.0) {
+    double expected = spikes_ > 0 ? 0.0 : params_.spike_prior_seconds;
+    const int n = std::min(spikes_, kSpikeMemory);
+    for (int i = 0; i < n; ++i) expected += spike_lengths_[i] / n;
+    const double ahead =
+        std::max(expected - (last_time_ - spike_start_), params_.spike_min_seconds);
+    const double peak = lag + (std::max(rate_fast_, raw) - capacity_) * ahead;
+    absorbed_ = peak < params_.spike_lag;
+    overloaded = !absorbed_;
+  }
   up_target_ = current;
   down_target_ = current;
   int target = current;
@@ -212,6 +253,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     surplus_ = 0.0;
     in_surplus_ = false;
     pending_down_ = 0;
+    plateau_surplus_ = 0.0;
     if (obs.explain) {
       why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) + "/s above capacity " +
             fixed(capacity_, 0) + "/s of " + std::to_string(current) + ": scale up to " +
@@ -246,12 +288,33 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         surplus_ >= params_.scale_down_cost) {
       pending_down_ = down_target_;
       shed_since_ = surplus_since_;
+      plateau_step_ = false;
+    }
+    // The plateau step: to the size a scale-up would give the level, inside the band where the
+    // step above holds still, once that surplus has paid the higher plateau_cost.
+    const int plateau = std::clamp(
+        to_workers(std::ceil(workers_for(rate_slow_ / params_.target_utilization) - 1e-9)), lo,
+        std::max(lo, current));
+    if (draining) {
+      plateau_surplus_ = 0.0;
+    } else if (params_.plateau_cost > 0.0 && plateau < current) {
+      plateau_surplus_ += (current - plateau) * dt;
+    }
+    if (pending_down_ == 0 && plateau < current && !held && params_.plateau_cost > 0.0 &&
+        plateau_surplus_ >= params_.plateau_cost) {
+      pending_down_ = plateau;
+      shed_since_ = last_time_;
+      plateau_step_ = true;
     }
     if (pending_down_ > 0) target = pending_down_;
     if (obs.explain) {
       why = "rate " + fixed(rate_fast_, 0) + "/s, capacity " + fixed(capacity_, 0) + "/s of " +
             std::to_string(current);
-      if (target < current) {
+      if (target < current && plateau_step_) {
+        why += ": plateau: surplus over " + num(params_.target_utilization * 100) +
+               "% utilization paid " + num(params_.plateau_cost) + " worker-s: scale down to " +
+               std::to_string(target);
+      } else if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
       } else if (down_target_ < current && held && surplus_ >= params_.scale_down_cost) {
         why += ": hold (gap hold: the load came back after " + fixed(hold_, 0) +
@@ -260,6 +323,8 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         why += draining ? ": hold (lag " + std::to_string(obs.total_lag) + " still draining)"
                         : ": hold (" + fixed(surplus_, 0) + " of " + num(params_.scale_down_cost) +
                               " surplus worker-s toward " + std::to_string(down_target_) + ")";
+      } else if (absorbed_) {
+        why += ": hold (spike left to the lag buffer)";
       } else if (fast_over) {
         why += ": hold (burst left to the lag buffer: " + fixed(lag_ahead, 0) + " below " +
                num(params_.burst_lag) + " messages in " + num(params_.burst_horizon_seconds) +
@@ -286,12 +351,21 @@ Proposal HybridPolicy::decide(const Observation& obs) {
 }
 
 nlohmann::json HybridPolicy::state() const {
-  return {{"rate_fast", rate_fast_}, {"rate_slow", rate_slow_},
-          {"demand", demand_},       {"capacity", capacity_},
-          {"up_target", up_target_}, {"down_target", down_target_},
-          {"surplus", surplus_},     {"pending_down", pending_down_},
-          {"gap_hold", hold_},       {"cap", finite_or_null(cap_)},
-          {"workers", workers_},     {"fit", learner_.fitted().to_json()}};
+  return {{"rate_fast", rate_fast_},
+          {"rate_slow", rate_slow_},
+          {"demand", demand_},
+          {"capacity", capacity_},
+          {"up_target", up_target_},
+          {"down_target", down_target_},
+          {"surplus", surplus_},
+          {"pending_down", pending_down_},
+          {"gap_hold", hold_},
+          {"spike", spike_},
+          {"absorbed", absorbed_},
+          {"plateau_surplus", plateau_surplus_},
+          {"cap", finite_or_null(cap_)},
+          {"workers", workers_},
+          {"fit", learner_.fitted().to_json()}};
 }
 
 }  // namespace lagpilot

@@ -1,6 +1,7 @@
 #pragma once
 // The `hybrid` policy (the default): feedforward from the measured scaling curve, feedback on
-// lag, and a cost per scale-down so that the pool moves rarely and in useful steps.
+// lag, and a cost per scale-down so that the pool moves rarely and in useful steps; a spike
+// expected (from the last ones) to end before the lag buffer fills is left to the buffer.
 //
 // Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
@@ -76,6 +77,22 @@ struct HybridParams {
   // held through the next one instead of shed and bought back (two reversals).
   double reversal_window_seconds = 300.0;
   double gap_hold_seconds = 120.0;
+  // Spike absorption: a spike is a run of ticks whose arrival rate stays above (1 +
+  // raw_burst_margin) x the capacity the pool had when it began (the raw burst's test); the
+  // lengths of the last three spikes are remembered, and before the first one
+  // spike_prior_seconds stands in for them (> 0; 0: spikes are answered until one was seen).
+  // While a spike lasts, no scale-up happens as long as the lag, projected at the current pool
+  // to the spike's expected end (the mean remembered length, but at least spike_min_seconds
+  // ahead, about the time new workers take to start), stays under spike_lag messages (>= 0; 0:
+  // off; keep it below the lag SLO).
+  double spike_lag = 8000.0;
+  double spike_min_seconds = 5.0;
+  double spike_prior_seconds = 20.0;
+  // Plateau step: once the pool has held a surplus over the size a scale-up would choose for
+  // the level (r_slow at target_utilization, a size inside the band where the scale-down above
+  // holds still) worth plateau_cost worker-seconds (>= 0; 0: off), it steps down to that size.
+  // The higher price keeps it to loads that sit still for many minutes.
+  double plateau_cost = 600.0;
   // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
   // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
   // the cap, fit for a seed curve); its sizing keys are rejected here.
@@ -123,6 +140,19 @@ struct HybridParams {
 // messages of lag, well under the SLO, and drains by itself when the noise turns; only a lag
 // that keeps growing (the backlog term) or a burst that would fill the buffer buys workers.
 //
+// Spike absorption (the lag buffer carries a short spike, as the oracle's schedule does): a
+// spike runs from a raw burst until two ticks fall back under (1 + raw_burst_margin) x the
+// capacity the pool had when it began. While one lasts, both scale-up tests are suspended as
+// long as
+//   lag + (max(r_fast, r_raw) - X(current)) x max(E - elapsed, spike_min_seconds) < spike_lag
+// with E the mean length of the last three spikes (spike_prior_seconds before the first one).
+// A spike as short as the last ones is then left to the buffer; one that outlasts them is
+// answered when the lag it would build in the next spike_min_seconds (about the workers'
+// start-up) reaches spike_lag, still under the SLO; a load whose bursts last minutes learns
+// that and is answered at once. And whatever the trigger, a pool that drains the lag now (both
+// of the last two ticks below X(current)) is not grown while the lag is under burst_lag: after
+// a spike the level and the backlog term still remember it, but it is over.
+//
 // Scale down (cost per action):
 //   target = ceil(n with X(n) = r_fast / scale_down_utilization)
 //   while target < current and lag <= scale_down_lag_fraction x lag_allowance, the surplus
@@ -136,6 +166,14 @@ struct HybridParams {
 // sqrt(2 C s), which minimizes waste + C x actions per unit time.
 // So noise within the band between scale_down_utilization and capacity never moves the pool,
 // a small surplus waits long and a large one short, and one step sheds the whole surplus.
+//
+// Plateau step: the band [scale_down_utilization, target_utilization] holds the pool still, so
+// a pool sized at 95 % may sit one worker above what a scale-up would choose (97 %, where the
+// integer steps of a pool of 8-12 workers are 8-12 % each). A second surplus, toward
+// ceil(n with X(n) = r_slow / target_utilization), accumulates like the first one, and at the
+// higher price plateau_cost the pool steps down to it: only a load that sits still for many
+// minutes gets there; a scale-up would size the level the same, and one needs the level to
+// clear the new capacity by level_margin + reversal_margin, far beyond the rate's noise.
 //
 // Gap hold (a reversal backoff): when a scale-up reverses a scale-down within
 // reversal_window_seconds, the gap g (from when the shed surplus began to the scale-up) is
@@ -172,7 +210,8 @@ class HybridPolicy : public Policy {
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
-  // (worker-seconds), pending_down, gap_hold (seconds), cap (null: none), workers, and the curve
+  // (worker-seconds), pending_down, gap_hold (seconds), spike (one under way), absorbed (left to
+  // the lag buffer), plateau_surplus (worker-seconds), cap (null: none), workers, and the curve
   // ("fit": UslModel keys).
   nlohmann::json state() const override;
 
@@ -197,8 +236,18 @@ class HybridPolicy : public Policy {
   double shed_since_ = 0.0;        // when the surplus of the last scale-down began
   bool in_surplus_ = false;        // surplus_since_ is set
   double prev_arrival_ = 0.0;      // the previous tick's arrival rate
-  int own_ = 0;                    // the last size the policy proposed (0: none yet)
-  bool was_pinned_ = false;        // Observation::pinned at the previous tick
+  // Spikes (see the class comment): the one under way, and the last three spikes' lengths.
+  static constexpr int kSpikeMemory = 3;
+  bool spike_ = false;
+  double spike_start_ = 0.0;
+  double spike_rate_ = 0.0;                  // the arrival rate above which it lasts
+  double spike_lengths_[kSpikeMemory] = {};  // seconds, a ring
+  int spikes_ = 0;                           // spikes seen
+  bool absorbed_ = false;                    // this tick's scale-up left to the buffer
+  double plateau_surplus_ = 0.0;             // worker-seconds toward the plateau step
+  bool plateau_step_ = false;                // the latched scale-down is the plateau step
+  int own_ = 0;                              // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;                  // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;

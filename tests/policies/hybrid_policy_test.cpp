@@ -1,7 +1,9 @@
 // The hybrid policy in closed loop with fluid plants: it answers a jump at once and in one or two
 // steps (a jump far above capacity on its second tick), sheds a surplus only after it has paid
 // for the step (and then in one step), holds the pool through a gap like the last one that it
-// shed in and bought back, never goes past the fitted peak, and names bad parameters.
+// shed in and bought back, leaves a spike as short as the last ones to the lag buffer, steps a
+// pool that sits still for long down to what a scale-up would choose, never goes past the
+// fitted peak, and names bad parameters.
 #include "policies/hybrid_policy.h"
 
 #include <gtest/gtest.h>
@@ -199,6 +201,9 @@ TEST(HybridPolicy, AnswersAJumpFarAboveCapacityOnItsSecondTick) {
   for (const double raw_margin : {HybridParams{}.raw_burst_margin, 100.0}) {
     HybridParams params;
     params.raw_burst_margin = raw_margin;
+    // Before any spike was seen, this one is expected to last spike_prior_seconds and its lag
+    // stays just under spike_lag for five ticks: spike absorption (tested below) off.
+    params.spike_prior_seconds = 0.0;
     HybridPolicy policy(params);
     FluidPlant plant;
     const auto proposals = run(policy, plant, 900, [](int s) { return s < 600 ? 300.0 : 1100.0; });
@@ -226,6 +231,7 @@ TEST(HybridPolicy, SizesARawBurstForTheLagItBuildsWhileWorkersStart) {
   auto first_step = [](double horizon) {
     HybridParams params;
     params.raw_burst_horizon_seconds = horizon;
+    params.spike_prior_seconds = 0.0;  // as in the test above
     HybridPolicy policy(params);
     FluidPlant plant;
     const auto proposals = run(policy, plant, 700, [](int s) { return s < 600 ? 300.0 : 1100.0; });
@@ -258,6 +264,76 @@ TEST(HybridPolicy, DoesNotSizeABurstOnOneNoisyTick) {
   const auto [at_spiked, workers_spiked] = first_step(at);
   EXPECT_EQ(at_spiked, at);
   EXPECT_EQ(workers_spiked, 8);  // not 11 (1000 / 0.97)
+}
+
+// A spike far above capacity (300 -> 750 msg/s on 4 workers, a raw burst) that lasts 14 s, under
+// the 20 s prior: the lag it builds (about 5,000 messages) is projected to stay under spike_lag,
+// so no worker moves, neither while it lasts nor after it, when the level and the backlog term
+// still remember it but the pool already drains the lag (without that rule the level test
+// answers it on its first tick back at 300 msg/s). With spike_lag 0 the spike is answered on
+// its second tick.
+TEST(HybridPolicy, LeavesASpikeAsShortAsExpectedToTheLagBuffer) {
+  for (const double spike_lag : {HybridParams{}.spike_lag, 0.0}) {
+    HybridParams params;
+    params.spike_lag = spike_lag;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    const auto proposals =
+        run(policy, plant, 1200, [](int s) { return s >= 600 && s < 614 ? 750.0 : 300.0; });
+    ASSERT_EQ(proposals[599], 4);
+    if (spike_lag > 0.0) {
+      EXPECT_EQ(changes(proposals, 0, proposals.size()), 0);
+    } else {
+      EXPECT_GT(proposals[601], 4);
+    }
+  }
+}
+
+// The same 750 msg/s held on outlasts the expected length and is answered while its lag is
+// still under the SLO; and once a spike has lasted minutes, the next one is expected to last as
+// long and is answered on its second tick.
+TEST(HybridPolicy, AnswersASpikeThatOutlastsTheExpectedLength) {
+  HybridPolicy policy;
+  FluidPlant plant;
+  double max_lag = 0.0;
+  std::vector<int> proposals;
+  for (int s = 0; s < 1600; ++s) {
+    plant.arrival = (s >= 600 && s < 720) || s >= 1500 ? 750.0 : 300.0;
+    const Proposal p = policy.decide(plant.observe());
+    proposals.push_back(p.workers);
+    plant.workers = p.workers;
+    plant.step(1.0);
+    if (s < 720) max_lag = std::max(max_lag, plant.lag);
+  }
+  ASSERT_EQ(proposals[599], 4);
+  EXPECT_EQ(proposals[601], 4);  // absorbed at first: 20 s expected
+  EXPECT_GT(proposals[625], 4);  // answered once the spike outlasts it
+  EXPECT_LT(max_lag, 9000.0);
+  ASSERT_EQ(proposals[1499], 4);
+  EXPECT_GT(proposals[1501], 4);  // the last spike lasted 120 s: answered at once
+}
+
+// 960 msg/s on 11 workers (100 msg/s each): 87 % of 11, 96 % of 10. The scale-down, sized at
+// scale_down_utilization 0.95, holds 11; the plateau step goes to the 10 that a scale-up would
+// choose (target_utilization 0.97) once that surplus has cost plateau_cost worker-seconds, and
+// nothing brings the eleventh back.
+TEST(HybridPolicy, PlateauStepGoesToWhatAScaleUpWouldChoose) {
+  for (const double cost : {HybridParams{}.plateau_cost, 0.0}) {
+    HybridParams params;
+    params.plateau_cost = cost;
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    plant.workers = 11;
+    const auto proposals = run(policy, plant, 3600, [](int) { return 960.0; });
+    EXPECT_EQ(proposals[300], 11) << "plateau_cost " << cost;
+    if (cost > 0.0) {
+      EXPECT_EQ(proposals[static_cast<int>(cost) + 60], 10);
+      EXPECT_EQ(proposals.back(), 10);
+      EXPECT_EQ(changes(proposals, 0, proposals.size()), 1);
+    } else {
+      EXPECT_EQ(changes(proposals, 0, proposals.size()), 0);
+    }
+  }
 }
 
 // Through the ControlLoop and its 60 s stabilization window: bursts of 750 msg/s (8 workers) with
@@ -425,6 +501,8 @@ TEST(HybridPolicy, BadParametersNameTheField) {
             std::string::npos);
   EXPECT_NE(error({{"gap_hold_seconds", -1}}).find("policy.params.gap_hold_seconds"),
             std::string::npos);
+  EXPECT_NE(error({{"spike_lag", -1}}).find("policy.params.spike_lag"), std::string::npos);
+  EXPECT_NE(error({{"plateau_cost", -1}}).find("policy.params.plateau_cost"), std::string::npos);
   EXPECT_NE(error({{"raw_burst_margin", -0.5}}).find("policy.params.raw_burst_margin"),
             std::string::npos);
   EXPECT_NE(
