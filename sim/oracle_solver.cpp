@@ -315,30 +315,41 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
     for (int p = r.b_hi - 1; p >= r.b_lo; --p) min_into(g_[p], g_[p + 1], m_, scratch_);
   }
   // Removals at the tick's start: from q to any p^a <= q, free (running minimum from the bottom).
+  // Without a price V_q is that running minimum itself, so it is built in out[q] from out[q - 1]
+  // (no copy of a running accumulator per q); with one, acc_ holds it and out[q] prices it.
   acc_.set_infeasible();
+  const StepFn* below = &acc_;  // the running minimum up to q - 1
   int a = r.a_lo;
   for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+    StepFn& o = out[q];
+    bool written = false;
     for (; a <= std::min(q, r.a_hi); ++a) {
       // X_a = G_a, or G_{b_lo} plus the additions up to it when a lies below b_lo.
       const int from = std::max(a, r.b_lo);
-      const int64_t add = static_cast<int64_t>(m_) * (from - a);
+      int64_t add = static_cast<int64_t>(m_) * (from - a);
+      const StepFn* x = &g_[from];
       if (split_) {
         transform(g_[from], map_a(a), kInf, add, lo, hi, y_[a]);
-        min_into(acc_, y_[a], 0, scratch_);
+        x = &y_[a];
+        add = 0;
+      }
+      if (price_ > 0) {
+        min_into(acc_, *x, add, scratch_);
       } else {
-        min_into(acc_, g_[from], add, scratch_);
+        min_to(written ? o : *below, *x, add, o, scratch_);
+        written = true;
       }
     }
     if (price_ > 0) {
       // Any change (removals, additions or both) pays the price once: V_q = min(S_q, A_q + price).
-      out[q].base = acc_.feasible() ? acc_.base + price_ : kInfCost;
-      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
-      min_into(out[q], stay_[q], 0, scratch_);
+      o.base = acc_.feasible() ? acc_.base + price_ : kInfCost;
+      o.thr.assign(acc_.thr.begin(), acc_.thr.end());
+      min_into(o, stay_[q], 0, scratch_);
     } else {
-      out[q].base = acc_.base;
-      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+      if (!written) o = *below;
+      below = &o;
     }
-    const auto levels = static_cast<int64_t>(acc_.thr.size());
+    const auto levels = static_cast<int64_t>((price_ > 0 ? acc_ : o).thr.size());
     level_sum_ += levels;
     ++level_count_;
     level_max_ = std::max(level_max_, levels);
