@@ -17,6 +17,9 @@ namespace {
 // OracleOptions::change_price at most this: price x changes (<= ticks) stays far below kInfCost.
 constexpr int64_t kMaxChangePrice = int64_t{1} << 40;
 
+// Ticks of a block of value functions that stays in the cache (see block_ticks).
+constexpr int64_t kCacheBlock = 64;
+
 // ---------------------------------------------------------------------------------------------
 // The reformulated problem (see the header): productive counts p per tick, warm-up as a cost.
 //
@@ -152,6 +155,7 @@ class OracleSolver {
 
   void find_unavoidable_and_calm();
   void solve_segment(int64_t s, int64_t e, int q0);
+  int64_t block_ticks(int64_t n) const;
   // Value-function sets V (one StepFn per productive count) live in pool_, named by index.
   void backward_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
                      double lo, double hi);
@@ -477,6 +481,21 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
   }
 }
 
+// Ticks between checkpoints for a segment of n ticks. The forward pass reads each block's value
+// functions right after the backward pass recomputed them; a block of kCacheBlock ticks stays in
+// the cache in between (P * D doubles a set: ~1 MB for 64 sets with P = 13, D = 120), a block of
+// 1024 does not, and reading it back cold cost more than the DP's arithmetic. So blocks are that
+// short whenever the checkpoints they need cost no more sets than OracleOptions::checkpoint_ticks
+// would (n / every + every sets); the sets kept, and the recomputation (every tick once more),
+// stay within what the option allows.
+int64_t OracleSolver::block_ticks(int64_t n) const {
+  const int64_t option = options_.checkpoint_ticks;
+  auto sets = [n](int64_t every) { return (n + every - 1) / every + every; };
+  int64_t every = std::min<int64_t>(kCacheBlock, option);
+  while (every < option && sets(every) > sets(option)) every = std::min(option, every * 2);
+  return every;
+}
+
 void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
   const int64_t n = e - s + 1;
   ++segments_;
@@ -511,7 +530,7 @@ void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
       for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[d * (pmax_ + 1) + q].set_zero();
     }
   }
-  const int64_t every = options_.checkpoint_ticks;
+  const int64_t every = block_ticks(n);
   int64_t expected = kInfCost;
   q_ = q0;
   d_ = 0;
