@@ -36,6 +36,20 @@ struct LagMap {
 // pieces of equal rate are merged.
 void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& out);
 
+// trace_pieces for the ticks of a pass through the trace: the same pieces, without a division
+// per call while t0 stays within one bin (it remembers which t0 map to the bin of the last call).
+// Any order of calls is right; in order, the division runs once per bin.
+class PieceCursor {
+ public:
+  explicit PieceCursor(const Trace& trace) : trace_(&trace) {}
+  void pieces(double t0, double t1, std::vector<Piece>& out);
+
+ private:
+  const Trace* trace_;
+  std::size_t bin_ = 0;
+  double from_ = kInf, until_ = -kInf;  // the t0 that map to bin_: [from_, until_)
+};
+
 LagMap lag_map(const std::vector<Piece>& pieces, double capacity);
 
 double max_rate_of(const std::vector<Piece>& pieces);

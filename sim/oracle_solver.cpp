@@ -31,7 +31,7 @@ class OracleSolver {
  public:
   OracleSolver(const Trace& trace, const SimConfig& config, const GuardConfig& guards,
                const OracleOptions& options)
-      : trace_(trace), options_(options) {
+      : trace_(trace), options_(options), cursor_(trace) {
     check_trace(trace, "oracle");
     check_config(config, "oracle");
     if (guards.min_workers < 0 || guards.max_workers < 1 ||
@@ -124,11 +124,11 @@ class OracleSolver {
     const double t1 = static_cast<double>(j) * tick_;
     if (split_) {
       const double tm = t0 + f_ * tick_;
-      trace_pieces(trace_, t0, tm, a_pieces_);
-      trace_pieces(trace_, tm, t1, b_pieces_);
+      cursor_.pieces(t0, tm, a_pieces_);
+      cursor_.pieces(tm, t1, b_pieces_);
     } else {
       a_pieces_.clear();
-      trace_pieces(trace_, t0, t1, b_pieces_);
+      cursor_.pieces(t0, t1, b_pieces_);
     }
   }
   LagMap map_a(int p) const { return lag_map(a_pieces_, capacity_[p]); }
@@ -216,6 +216,7 @@ class OracleSolver {
 
   // Scratch.
   std::vector<Piece> a_pieces_, b_pieces_;
+  PieceCursor cursor_;
   std::vector<StepFn> g_, y_, stay_;
   StepFn acc_;
   std::vector<double> scratch_;
