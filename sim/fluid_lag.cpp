@@ -70,22 +70,6 @@ void PieceCursor::pieces(double t0, double t1, std::vector<Piece>& out) {
   pieces_from(*trace_, bin_, t0, t1, out);
 }
 
-LagMap lag_map(const std::vector<Piece>& pieces, double capacity) {
-  LagMap m;
-  for (const Piece& p : pieces) {
-    const double d = (p.rate - capacity) * p.length;
-    m.beta += d;
-    m.alpha = std::max(0.0, m.alpha + d);
-  }
-  return m;
-}
-
-double max_rate_of(const std::vector<Piece>& pieces) {
-  double r = 0.0;
-  for (const Piece& p : pieces) r = std::max(r, p.rate);
-  return r;
-}
-
 int64_t tick_count(const Trace& trace, double tick) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(trace.duration() / tick - 1e-9)));
 }

@@ -5,6 +5,7 @@
 //
 // Internal to the oracle (sim/oracle.h is the interface). Thread-safety: pure functions.
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -50,9 +51,22 @@ class PieceCursor {
   double from_ = kInf, until_ = -kInf;  // the t0 that map to bin_: [from_, until_)
 };
 
-LagMap lag_map(const std::vector<Piece>& pieces, double capacity);
+// Inline: the DP and the passes over every tick call these several times a tick.
+inline LagMap lag_map(const std::vector<Piece>& pieces, double capacity) {
+  LagMap m;
+  for (const Piece& p : pieces) {
+    const double d = (p.rate - capacity) * p.length;
+    m.beta += d;
+    m.alpha = std::max(0.0, m.alpha + d);
+  }
+  return m;
+}
 
-double max_rate_of(const std::vector<Piece>& pieces);
+inline double max_rate_of(const std::vector<Piece>& pieces) {
+  double r = 0.0;
+  for (const Piece& p : pieces) r = std::max(r, p.rate);
+  return r;
+}
 
 int64_t tick_count(const Trace& trace, double tick);
 
