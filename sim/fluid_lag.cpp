@@ -51,7 +51,7 @@ void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& 
   pieces_from(trace, first_bin(trace, t0), t0, t1, out);
 }
 
-void PieceCursor::pieces(double t0, double t1, std::vector<Piece>& out) {
+void PieceCursor::seek_and_cut(double t0, double t1, std::vector<Piece>& out) {
   if (!(t0 >= from_ && t0 < until_)) {
     bin_ = first_bin(*trace_, t0);
     // first_bin is a non-decreasing function of t0 (a correctly rounded division, floor and
@@ -66,6 +66,7 @@ void PieceCursor::pieces(double t0, double t1, std::vector<Piece>& out) {
     };
     from_ = bin_ == 0 ? -kInf : first_past(bin_ - 1);
     until_ = first_past(bin_);
+    bin_end_ = static_cast<double>(bin_ + 1) * trace_->bin_seconds;
   }
   pieces_from(*trace_, bin_, t0, t1, out);
 }

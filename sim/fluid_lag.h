@@ -43,12 +43,24 @@ void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& 
 class PieceCursor {
  public:
   explicit PieceCursor(const Trace& trace) : trace_(&trace) {}
-  void pieces(double t0, double t1, std::vector<Piece>& out);
+  void pieces(double t0, double t1, std::vector<Piece>& out) {
+    // The common case inline: a tick within the bin of the last call (one piece).
+    if (t0 >= from_ && t0 < until_ && t0 < t1 && bin_ < trace_->rates.size() && bin_end_ > t0 &&
+        bin_end_ >= t1) {
+      out.clear();
+      out.push_back(Piece{t1 - t0, trace_->rates[bin_]});
+      return;
+    }
+    seek_and_cut(t0, t1, out);
+  }
 
  private:
+  void seek_and_cut(double t0, double t1, std::vector<Piece>& out);
+
   const Trace* trace_;
   std::size_t bin_ = 0;
   double from_ = kInf, until_ = -kInf;  // the t0 that map to bin_: [from_, until_)
+  double bin_end_ = 0.0;                // (bin_ + 1) bin, as trace_pieces computes it
 };
 
 // Inline: the DP and the passes over every tick call these several times a tick.
