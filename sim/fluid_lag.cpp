@@ -10,9 +10,10 @@
 
 namespace lagpilot::sim::fluid {
 
-// The pieces of [t0, t1), cut at trace-bin boundaries (rate 0 past the trace's end); adjacent
-// pieces of equal rate are merged.
-void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& out) {
+namespace {
+
+// The pieces of [t0, t1) from bin b on, b = floor(max(0, t0 / bin)) (trace_pieces).
+void pieces_from(const Trace& trace, std::size_t b, double t0, double t1, std::vector<Piece>& out) {
   out.clear();
   const double bin = trace.bin_seconds;
   const std::size_t bins = trace.rates.size();
@@ -25,7 +26,6 @@ void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& 
     }
   };
   double u = t0;
-  std::size_t b = static_cast<std::size_t>(std::max(0.0, std::floor(t0 / bin)));
   while (u < t1) {
     if (b >= bins) {
       append(t1 - u, 0.0);
@@ -41,20 +41,34 @@ void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& 
   }
 }
 
-LagMap lag_map(const std::vector<Piece>& pieces, double capacity) {
-  LagMap m;
-  for (const Piece& p : pieces) {
-    const double d = (p.rate - capacity) * p.length;
-    m.beta += d;
-    m.alpha = std::max(0.0, m.alpha + d);
-  }
-  return m;
+std::size_t first_bin(const Trace& trace, double t0) {
+  return static_cast<std::size_t>(std::max(0.0, std::floor(t0 / trace.bin_seconds)));
 }
 
-double max_rate_of(const std::vector<Piece>& pieces) {
-  double r = 0.0;
-  for (const Piece& p : pieces) r = std::max(r, p.rate);
-  return r;
+}  // namespace
+
+void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& out) {
+  pieces_from(trace, first_bin(trace, t0), t0, t1, out);
+}
+
+void PieceCursor::seek_and_cut(double t0, double t1, std::vector<Piece>& out) {
+  if (!(t0 >= from_ && t0 < until_)) {
+    bin_ = first_bin(*trace_, t0);
+    // first_bin is a non-decreasing function of t0 (a correctly rounded division, floor and
+    // clamp are), so the t0 it maps to bin_ form an interval: [from_, until_), the first doubles
+    // it maps past bin_ - 1 and past bin_, found by stepping from the product to where the
+    // division's rounding turns.
+    auto first_past = [this](std::size_t b) {  // the smallest t with first_bin(t) > b
+      double t = static_cast<double>(b + 1) * trace_->bin_seconds;
+      while (first_bin(*trace_, t) > b) t = std::nextafter(t, -kInf);
+      while (first_bin(*trace_, t) <= b) t = std::nextafter(t, kInf);
+      return t;
+    };
+    from_ = bin_ == 0 ? -kInf : first_past(bin_ - 1);
+    until_ = first_past(bin_);
+    bin_end_ = static_cast<double>(bin_ + 1) * trace_->bin_seconds;
+  }
+  pieces_from(*trace_, bin_, t0, t1, out);
 }
 
 int64_t tick_count(const Trace& trace, double tick) {
@@ -137,6 +151,7 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const WorkerSche
   double service_weighted = 0.0, processed_total = 0.0;
   int last_direction = 0;
   std::vector<Piece> pieces;
+  PieceCursor cursor(trace);
 
   const bool series = run != nullptr && config.record_series;
   const int64_t series_every =
@@ -181,7 +196,7 @@ FluidRun fluid_run(const Trace& trace, const SimConfig& config, const WorkerSche
       }
       k.max_workers = std::max(k.max_workers, target);
     }
-    trace_pieces(trace, t0, t1, pieces);
+    cursor.pieces(t0, t1, pieces);
     const double lag_before = lag;
     double tick_arrivals = 0.0;
     double u = t0;

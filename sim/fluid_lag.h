@@ -5,6 +5,7 @@
 //
 // Internal to the oracle (sim/oracle.h is the interface). Thread-safety: pure functions.
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -36,9 +37,48 @@ struct LagMap {
 // pieces of equal rate are merged.
 void trace_pieces(const Trace& trace, double t0, double t1, std::vector<Piece>& out);
 
-LagMap lag_map(const std::vector<Piece>& pieces, double capacity);
+// trace_pieces for the ticks of a pass through the trace: the same pieces, without a division
+// per call while t0 stays within one bin (it remembers which t0 map to the bin of the last call).
+// Any order of calls is right; in order, the division runs once per bin.
+class PieceCursor {
+ public:
+  explicit PieceCursor(const Trace& trace) : trace_(&trace) {}
+  void pieces(double t0, double t1, std::vector<Piece>& out) {
+    // The common case inline: a tick within the bin of the last call (one piece).
+    if (t0 >= from_ && t0 < until_ && t0 < t1 && bin_ < trace_->rates.size() && bin_end_ > t0 &&
+        bin_end_ >= t1) {
+      out.clear();
+      out.push_back(Piece{t1 - t0, trace_->rates[bin_]});
+      return;
+    }
+    seek_and_cut(t0, t1, out);
+  }
 
-double max_rate_of(const std::vector<Piece>& pieces);
+ private:
+  void seek_and_cut(double t0, double t1, std::vector<Piece>& out);
+
+  const Trace* trace_;
+  std::size_t bin_ = 0;
+  double from_ = kInf, until_ = -kInf;  // the t0 that map to bin_: [from_, until_)
+  double bin_end_ = 0.0;                // (bin_ + 1) bin, as trace_pieces computes it
+};
+
+// Inline: the DP and the passes over every tick call these several times a tick.
+inline LagMap lag_map(const std::vector<Piece>& pieces, double capacity) {
+  LagMap m;
+  for (const Piece& p : pieces) {
+    const double d = (p.rate - capacity) * p.length;
+    m.beta += d;
+    m.alpha = std::max(0.0, m.alpha + d);
+  }
+  return m;
+}
+
+inline double max_rate_of(const std::vector<Piece>& pieces) {
+  double r = 0.0;
+  for (const Piece& p : pieces) r = std::max(r, p.rate);
+  return r;
+}
 
 int64_t tick_count(const Trace& trace, double tick);
 

@@ -65,10 +65,13 @@
 //   reachable lag and to re-warm) splits the trace: by an exchange argument some optimal schedule
 //   sits at min_workers with lag 0 inside it, so the busy segments between calm stretches are
 //   solved independently (the World Cup 98 trace is mostly calm). Long segments keep the value
-//   functions only every OracleOptions::checkpoint_ticks ticks and recompute in between.
-//   Cost: about 10-15 us per busy tick with workers in [4, 16] (D ~ 120), near nothing per calm
-//   one: the 87-day World Cup 98 trace at 1 s ticks (2.8 % busy) takes ~3 s of CPU, a trace
-//   that is busy throughout (NYC taxi at --speedup 1, 18.6 M ticks) minutes.
+//   functions only at checkpoints and recompute each block between two of them just before the
+//   forward pass reads it: blocks of 64 ticks, short enough to be read back from the cache, as
+//   long as that keeps no more sets than checkpoints every OracleOptions::checkpoint_ticks would.
+//   Cost: about 4 us per busy tick with workers in [4, 16] (D ~ 120; every tick is computed
+//   twice), near nothing per calm one: the 87-day World Cup 98 trace at 1 s ticks (2.8 % busy)
+//   takes ~1.2 s of CPU, a trace that is busy throughout (NYC taxi at --speedup 1, 18.6 M ticks)
+//   minutes.
 // The trace's end is free: the oracle may end with the lag at the SLO (as could a policy).
 //
 // Self-checks: the pool schedule is replayed through an independent fluid evaluator
@@ -105,8 +108,9 @@ namespace lagpilot::sim {
 struct OracleOptions {
   // Split the trace at calm stretches (exact, see above). Off: one DP over the whole trace.
   bool split_at_calm = true;
-  // Long segments keep the DP's value functions every this many ticks (>= 1) and recompute the
-  // ticks in between during the forward pass: memory ~ checkpoint_ticks * P * D doubles.
+  // Long segments keep the DP's value functions every this many ticks (>= 1), or more often
+  // when that keeps no more of them (see "speed" above), and recompute the ticks in between
+  // during the forward pass: memory ~ (segment / checkpoint_ticks + checkpoint_ticks) P D doubles.
   int checkpoint_ticks = 1024;
   // A price, in worker-ticks, on every tick in which the productive count changes (a removal, an
   // addition becoming productive, or both): the DP then minimizes worker-ticks + change_price x

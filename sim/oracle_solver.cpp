@@ -17,6 +17,9 @@ namespace {
 // OracleOptions::change_price at most this: price x changes (<= ticks) stays far below kInfCost.
 constexpr int64_t kMaxChangePrice = int64_t{1} << 40;
 
+// Ticks of a block of value functions that stays in the cache (see block_ticks).
+constexpr int64_t kCacheBlock = 64;
+
 // ---------------------------------------------------------------------------------------------
 // The reformulated problem (see the header): productive counts p per tick, warm-up as a cost.
 //
@@ -28,7 +31,7 @@ class OracleSolver {
  public:
   OracleSolver(const Trace& trace, const SimConfig& config, const GuardConfig& guards,
                const OracleOptions& options)
-      : trace_(trace), options_(options) {
+      : trace_(trace), options_(options), cursor_(trace) {
     check_trace(trace, "oracle");
     check_config(config, "oracle");
     if (guards.min_workers < 0 || guards.max_workers < 1 ||
@@ -121,11 +124,11 @@ class OracleSolver {
     const double t1 = static_cast<double>(j) * tick_;
     if (split_) {
       const double tm = t0 + f_ * tick_;
-      trace_pieces(trace_, t0, tm, a_pieces_);
-      trace_pieces(trace_, tm, t1, b_pieces_);
+      cursor_.pieces(t0, tm, a_pieces_);
+      cursor_.pieces(tm, t1, b_pieces_);
     } else {
       a_pieces_.clear();
-      trace_pieces(trace_, t0, t1, b_pieces_);
+      cursor_.pieces(t0, t1, b_pieces_);
     }
   }
   LagMap map_a(int p) const { return lag_map(a_pieces_, capacity_[p]); }
@@ -152,6 +155,7 @@ class OracleSolver {
 
   void find_unavoidable_and_calm();
   void solve_segment(int64_t s, int64_t e, int q0);
+  int64_t block_ticks(int64_t n) const;
   // Value-function sets V (one StepFn per productive count) live in pool_, named by index.
   void backward_step(int64_t j, const std::vector<StepFn>& next, std::vector<StepFn>& out,
                      double lo, double hi);
@@ -212,6 +216,7 @@ class OracleSolver {
 
   // Scratch.
   std::vector<Piece> a_pieces_, b_pieces_;
+  PieceCursor cursor_;
   std::vector<StepFn> g_, y_, stay_;
   StepFn acc_;
   std::vector<double> scratch_;
@@ -315,30 +320,41 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
     for (int p = r.b_hi - 1; p >= r.b_lo; --p) min_into(g_[p], g_[p + 1], m_, scratch_);
   }
   // Removals at the tick's start: from q to any p^a <= q, free (running minimum from the bottom).
+  // Without a price V_q is that running minimum itself, so it is built in out[q] from out[q - 1]
+  // (no copy of a running accumulator per q); with one, acc_ holds it and out[q] prices it.
   acc_.set_infeasible();
+  const StepFn* below = &acc_;  // the running minimum up to q - 1
   int a = r.a_lo;
   for (int q = prev.b_lo; q <= prev.b_hi; ++q) {
+    StepFn& o = out[q];
+    bool written = false;
     for (; a <= std::min(q, r.a_hi); ++a) {
       // X_a = G_a, or G_{b_lo} plus the additions up to it when a lies below b_lo.
       const int from = std::max(a, r.b_lo);
-      const int64_t add = static_cast<int64_t>(m_) * (from - a);
+      int64_t add = static_cast<int64_t>(m_) * (from - a);
+      const StepFn* x = &g_[from];
       if (split_) {
         transform(g_[from], map_a(a), kInf, add, lo, hi, y_[a]);
-        min_into(acc_, y_[a], 0, scratch_);
+        x = &y_[a];
+        add = 0;
+      }
+      if (price_ > 0) {
+        min_into(acc_, *x, add, scratch_);
       } else {
-        min_into(acc_, g_[from], add, scratch_);
+        min_to(written ? o : *below, *x, add, o, scratch_);
+        written = true;
       }
     }
     if (price_ > 0) {
       // Any change (removals, additions or both) pays the price once: V_q = min(S_q, A_q + price).
-      out[q].base = acc_.feasible() ? acc_.base + price_ : kInfCost;
-      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
-      min_into(out[q], stay_[q], 0, scratch_);
+      o.base = acc_.feasible() ? acc_.base + price_ : kInfCost;
+      o.thr.assign(acc_.thr.begin(), acc_.thr.end());
+      min_into(o, stay_[q], 0, scratch_);
     } else {
-      out[q].base = acc_.base;
-      out[q].thr.assign(acc_.thr.begin(), acc_.thr.end());
+      if (!written) o = *below;
+      below = &o;
     }
-    const auto levels = static_cast<int64_t>(acc_.thr.size());
+    const auto levels = static_cast<int64_t>((price_ > 0 ? acc_ : o).thr.size());
     level_sum_ += levels;
     ++level_count_;
     level_max_ = std::max(level_max_, levels);
@@ -466,6 +482,21 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
   }
 }
 
+// Ticks between checkpoints for a segment of n ticks. The forward pass reads each block's value
+// functions right after the backward pass recomputed them; a block of kCacheBlock ticks stays in
+// the cache in between (P * D doubles a set: ~1 MB for 64 sets with P = 13, D = 120), a block of
+// 1024 does not, and reading it back cold cost more than the DP's arithmetic. So blocks are that
+// short whenever the checkpoints they need cost no more sets than OracleOptions::checkpoint_ticks
+// would (n / every + every sets); the sets kept, and the recomputation (every tick once more),
+// stay within what the option allows.
+int64_t OracleSolver::block_ticks(int64_t n) const {
+  const int64_t option = options_.checkpoint_ticks;
+  auto sets = [n](int64_t every) { return (n + every - 1) / every + every; };
+  int64_t every = std::min<int64_t>(kCacheBlock, option);
+  while (every < option && sets(every) > sets(option)) every = std::min(option, every * 2);
+  return every;
+}
+
 void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
   const int64_t n = e - s + 1;
   ++segments_;
@@ -500,7 +531,7 @@ void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
       for (int q = r.b_lo; q <= r.b_hi; ++q) terminal[d * (pmax_ + 1) + q].set_zero();
     }
   }
-  const int64_t every = options_.checkpoint_ticks;
+  const int64_t every = block_ticks(n);
   int64_t expected = kInfCost;
   q_ = q0;
   d_ = 0;

@@ -65,74 +65,106 @@ inline void transform(const StepFn& f, const LagMap& m, double cap, int64_t add,
     out.set_infeasible();
     return;
   }
+  // The list ends at the first level whose set reaches hi (+infinity from there) or is cut at the
+  // cap (every further level has the same set). Both tests only turn true as the thresholds grow,
+  // so that level is found by bisection and the levels before it are one branch-free loop (the
+  // compiler vectorizes it): the same values as a level-by-level walk, at a fraction of its
+  // mispredicted branches.
+  const double beta = m.beta;
+  const double* stop = std::partition_point(in + k, in + n, [cap, beta, hi](double t) {
+    const double y = std::min(t, cap);
+    return !(y - beta >= hi || y == cap);
+  });
+  const auto e = static_cast<std::size_t>(stop - in);
   out.base = f.base + add + static_cast<int64_t>(k);
-  out.thr.resize(n - k);
+  out.thr.resize(e - k + (e < n ? 1 : 0));
   double* o = out.thr.data();
-  std::size_t len = 0;
-  for (; k < n; ++k) {
-    const double y = std::min(in[k], cap);
-    const double x = y - m.beta;
-    if (x >= hi) {
-      o[len++] = kInf;
-      break;
-    }
-    o[len++] = x;
-    if (y == cap) break;  // every further level has the same set (cut at the cap)
+  for (std::size_t i = k; i < e; ++i) o[i - k] = std::min(in[i], cap) - beta;
+  if (e < n) {
+    const double x = std::min(in[e], cap) - beta;
+    o[e - k] = x >= hi ? kInf : x;
   }
-  out.thr.resize(len);
 }
 
-// dst (levels from base db) = pointwise max of the level sets with src (from base sb >= db), in
-// place: the level sets of min(f, g). Beyond the end of a list its last threshold holds.
-inline void merge_above(std::vector<double>& dst, int64_t db, const std::vector<double>& src,
-                        int64_t sb) {
+// out (levels from base db) = pointwise max of the level sets of dst (from base db) and src
+// (from base sb >= db): the level sets of min(f, g). Beyond the end of a list its last threshold
+// holds. out may be dst itself (in place); otherwise one pass reads both lists and writes out,
+// which spares the copy of dst that an in-place merge on a copy would need. out is never src.
+inline void merge_above(const std::vector<double>& dst, int64_t db, const std::vector<double>& src,
+                        int64_t sb, std::vector<double>& out) {
   const std::size_t nd = dst.size(), ns = src.size();
   const auto off = static_cast<std::size_t>(sb - db);
   const double dlast = dst.back(), slast = src.back();
-  if (dlast == kInf && off + 1 >= nd) return;  // dst covers the whole domain before src starts
+  if (dlast == kInf && off + 1 >= nd) {  // dst covers the whole domain before src starts
+    if (&out != &dst) out.assign(dst.begin(), dst.end());
+    return;
+  }
   // Where the result first reaches +infinity (each list is +infinity at most at its end).
   std::size_t cut = std::numeric_limits<std::size_t>::max();
   if (dlast == kInf) cut = nd;
   if (slast == kInf) cut = std::min(cut, off + ns);
   const std::size_t end = std::min(cut, std::max(nd, off + ns));
   const std::size_t common = std::min(nd, end);
-  dst.resize(end, dlast);  // levels past dst's end: dst's last threshold
-  double* d = dst.data();
+  const std::size_t low = std::min(off, common);  // levels of dst alone
+  if (&out == &dst) {
+    out.resize(end, dlast);  // levels past dst's end: dst's last threshold
+  } else {
+    out.resize(end);
+    std::copy(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(low), out.begin());
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(common),
+              out.begin() + static_cast<std::ptrdiff_t>(std::max(common, std::min(off, end))),
+              dlast);
+  }
+  double* o = out.data();
+  const double* d = dst.data();
   const double* sp = src.data();
   // Levels [off, common): both lists.
   if (off < common) {
     const std::size_t both = std::min(common, off + ns);
-    for (std::size_t i = off; i < both; ++i) d[i] = std::max(d[i], sp[i - off]);
-    for (std::size_t i = both; i < common; ++i) d[i] = std::max(d[i], slast);
+    for (std::size_t i = off; i < both; ++i) o[i] = std::max(d[i], sp[i - off]);
+    for (std::size_t i = both; i < common; ++i) o[i] = std::max(d[i], slast);
   }
   // Levels [max(common, off), end): src's thresholds against dst's last one.
   for (std::size_t i = std::max(common, off); i < end; ++i) {
-    d[i] = std::max(dlast, i - off < ns ? sp[i - off] : slast);
+    o[i] = std::max(dlast, i - off < ns ? sp[i - off] : slast);
   }
   // Trailing repeats of a finite last threshold say nothing more than "no level reaches beyond
   // it" (what the end of the list says): drop them.
-  std::size_t len = dst.size();
-  while (len >= 2 && d[len - 2] == d[len - 1]) --len;
-  dst.resize(len);
+  std::size_t len = out.size();
+  while (len >= 2 && o[len - 2] == o[len - 1]) --len;
+  out.resize(len);
+}
+
+// out = min(acc, g + add), pointwise. out may be acc itself; `scratch` is reused memory (and
+// must be neither).
+inline void min_to(const StepFn& acc, const StepFn& g, int64_t add, StepFn& out,
+                   std::vector<double>& scratch) {
+  if (!g.feasible()) {
+    if (&out != &acc) out = acc;
+    return;
+  }
+  const int64_t gb = g.base + add;
+  if (!acc.feasible()) {
+    out.base = gb;
+    out.thr.assign(g.thr.begin(), g.thr.end());
+    return;
+  }
+  if (gb >= acc.base) {
+    merge_above(acc.thr, acc.base, g.thr, gb, out.thr);
+    out.base = acc.base;
+  } else if (&out == &acc) {
+    merge_above(g.thr, gb, acc.thr, acc.base, scratch);
+    out.thr.swap(scratch);
+    out.base = gb;
+  } else {
+    merge_above(g.thr, gb, acc.thr, acc.base, out.thr);
+    out.base = gb;
+  }
 }
 
 // acc = min(acc, g + add), pointwise. `scratch` is reused memory.
 inline void min_into(StepFn& acc, const StepFn& g, int64_t add, std::vector<double>& scratch) {
-  if (!g.feasible()) return;
-  const int64_t gb = g.base + add;
-  if (!acc.feasible()) {
-    acc.base = gb;
-    acc.thr.assign(g.thr.begin(), g.thr.end());
-    return;
-  }
-  if (gb >= acc.base) {
-    merge_above(acc.thr, acc.base, g.thr, gb);
-  } else {
-    scratch.assign(g.thr.begin(), g.thr.end());
-    merge_above(scratch, gb, acc.thr, acc.base);
-    acc.thr.swap(scratch);
-    acc.base = gb;
-  }
+  min_to(acc, g, add, acc, scratch);
 }
 
 }  // namespace lagpilot::sim::fluid

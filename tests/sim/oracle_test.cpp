@@ -324,6 +324,10 @@ TEST(Oracle, SplittingAndCheckpointsDoNotChangeTheOptimum) {
     EXPECT_EQ(r->worker_ticks, a.worker_ticks);
     EXPECT_EQ(r->unavoidable_ticks, a.unavoidable_ticks);
   }
+  // The checkpoints' spacing (and the blocks recomputed between them) changes nothing: the same
+  // value functions, so the same choices, tick for tick.
+  EXPECT_EQ(d.workers, b.workers);
+  EXPECT_EQ(e.workers, a.workers);
   EXPECT_GT(a.unavoidable_ticks, 0);  // 1.2x the capacity at max workers: some overload
   std::printf(
       "[ info ] two days of WC98, %lld ticks: %d segments, %lld ticks in the DP, %lld "
