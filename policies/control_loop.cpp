@@ -15,7 +15,8 @@ ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<P
       history_limit_(decision_history) {}
 
 Decision ControlLoop::tick(double now, std::string_view late) {
-  Observation obs = sampler_.sample(now);
+  Observation& obs = obs_;
+  sampler_.sample_into(now, obs);
   obs.time = now;
   // Deferred, then taken only when other threads may call in (Threading::kShared).
   std::unique_lock lock(mutex_, std::defer_lock);

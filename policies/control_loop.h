@@ -38,6 +38,12 @@ class Sampler {
  public:
   virtual ~Sampler() = default;
   virtual Observation sample(double now) = 0;
+  // The same into `obs`, which holds the previous tick's observation (or a default one): the
+  // ControlLoop keeps one Observation across ticks, so that a sampler that overwrites the
+  // fields in place (the simulator's) neither builds nor zeroes a new one per tick. An override
+  // must leave `obs` exactly as `obs = sample(now)` would, except for the fields the ControlLoop
+  // sets itself (time, min_workers, max_workers, pinned).
+  virtual void sample_into(double now, Observation& obs) { obs = sample(now); }
 };
 
 // What applies the decision: the simulator's consumer model, or the live worker pool.
@@ -116,6 +122,9 @@ class ControlLoop {
   std::vector<Decision> history_;
   std::size_t history_head_ = 0;
   std::size_t history_limit_;
+  // This tick's observation, filled by Sampler::sample_into(). Touched only by tick(), on the
+  // control thread (with the mutex released while the sampler writes it), so no lock.
+  Observation obs_;
   std::optional<Observation> last_observation_;  // kept only with a history
   double last_tick_time_ = 0.0;                  // the `now` of the last tick
   std::size_t ticks_ = 0;

@@ -34,6 +34,13 @@ class SimulatedConsumer final : public Sampler, public Actuator {
       : model_(model), partitions_(partitions) {}
 
   Observation sample(double now) override {
+    Observation obs;
+    sample_into(now, obs);
+    return obs;
+  }
+
+  // In place (the ControlLoop's every tick): see Sampler::sample_into.
+  void sample_into(double now, Observation& obs) override {
     now_ = now;
     if (source_) {  // following: the leader's model was sampled at this tick already
       last_ = source_->last_;
@@ -43,8 +50,8 @@ class SimulatedConsumer final : public Sampler, public Actuator {
       last_arrived_ = model_.arrived();
     }
     last_lag_ = last_arrived_ - last_.processed - last_.shed;
-    return observations_.build(now, last_, last_arrived_, last_lag_, last_.queue_depth, partitions_,
-                               explain_);
+    observations_.fill(obs, now, last_, last_arrived_, last_lag_, last_.queue_depth, partitions_,
+                       explain_);
   }
 
   void resize(int workers) override {
