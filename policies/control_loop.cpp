@@ -14,7 +14,7 @@ ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<P
       guards_(std::move(guards)),
       history_limit_(decision_history) {}
 
-Decision ControlLoop::tick(double now, std::string_view late) {
+const Decision& ControlLoop::tick(double now, std::string_view late) {
   Observation& obs = obs_;
   sampler_.sample_into(now, obs);
   obs.time = now;
@@ -25,13 +25,14 @@ Decision ControlLoop::tick(double now, std::string_view late) {
   obs.max_workers = guards_.config().max_workers;
   obs.pinned = guards_.pinned(now);
   Proposal proposal = policy_->decide(obs);
-  // The reason is moved into the Decision rather than copied by apply() (which takes it
+  Decision& d = decision_;
+  // The reason is moved into the Decision rather than copied by apply_into() (which takes it
   // verbatim): one allocation less per tick.
-  std::string reason = std::move(proposal.reason);
-  proposal.reason.clear();
-  Decision d = guards_.apply(proposal, policy_name_, obs);
-  d.reason = std::move(reason);
-  if (!late.empty()) d.late = late;  // a fresh Decision's is empty (no assignment per tick)
+  guards_.apply_into(proposal, policy_name_, obs, d, /*copy_reason=*/false);
+  // Without explain both are empty at almost every tick: then no assignment either.
+  if (!proposal.reason.empty() || !d.reason.empty()) d.reason = std::move(proposal.reason);
+  // Usually both empty: then no assignment at all.
+  if (!late.empty() || !d.late.empty()) d.late.assign(late.data(), late.size());
   // Without a history (the simulator's loops) nobody asks for the last observation either: the
   // copy of its ~150 bytes was a tenth of a tick's control-loop cost there.
   if (history_limit_ > 0) last_observation_ = obs;

@@ -71,8 +71,9 @@ class ControlLoop {
               Threading threading = Threading::kShared);
 
   // One iteration of the loop at time `now` (seconds, from the caller's clock). `late` says why
-  // the caller ran this tick late ("" when on schedule); the decision records it.
-  Decision tick(double now, std::string_view late = {});
+  // the caller ran this tick late ("" when on schedule); the decision records it. The decision
+  // is the loop's own, overwritten by the next tick(): copy it to keep it.
+  const Decision& tick(double now, std::string_view late = {});
 
   void set_listener(DecisionListener listener);
   // Swaps the policy from the next tick on; the decision log records it at `now`.
@@ -125,6 +126,9 @@ class ControlLoop {
   // This tick's observation, filled by Sampler::sample_into(). Touched only by tick(), on the
   // control thread (with the mutex released while the sampler writes it), so no lock.
   Observation obs_;
+  // This tick's decision, likewise: reused so that its strings and guard list keep their
+  // buffers instead of a Decision being built and destroyed per tick.
+  Decision decision_;
   std::optional<Observation> last_observation_;  // kept only with a history
   double last_tick_time_ = 0.0;                  // the `now` of the last tick
   std::size_t ticks_ = 0;

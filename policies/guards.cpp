@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
 #include "policies/number_text.h"
 
@@ -77,11 +78,19 @@ GuardChain::GuardChain(GuardConfig config) : config_(std::move(config)) {}
 Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_name,
                            const Observation& obs) {
   Decision d;
+  apply_into(proposal, policy_name, obs, d);
+  return d;
+}
+
+void GuardChain::apply_into(const Proposal& proposal, const std::string& policy_name,
+                            const Observation& obs, Decision& d, bool copy_reason) {
   d.time = obs.time;
   d.previous_workers = obs.current_workers;
   d.policy_workers = proposal.workers;
-  d.policy = policy_name;
-  d.reason = proposal.reason;  // verbatim (the ControlLoop moves it in instead of this copy)
+  // Assigned only when different: the name is the same tick after tick.
+  if (d.policy != policy_name) d.policy = policy_name;
+  if (copy_reason) d.reason = proposal.reason;  // verbatim
+  d.guards.clear();                             // keeps the vector's buffer
   const int current = obs.current_workers;
   int w = proposal.workers;
   // Notes are text only: every rule below decides the same with or without them.
@@ -187,8 +196,10 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
                          (pin.reason.empty() ? "" : " (" + pin.reason + ")"));
     }
     w = pin.workers;
-    d.source = "override";
   }
+  // Assigned only when it changes (rarely: a pin set or expired), not a string copy per tick.
+  const std::string_view source = override_ ? "override" : "policy";
+  if (d.source != source) d.source = source;
 
   if (w > current && current > 0) {
     scale_up_pending_ = true;
@@ -196,7 +207,6 @@ Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_n
     rate_before_scale_up_ = obs.processed_rate;
   }
   d.workers = w;
-  return d;
 }
 
 int GuardChain::apply_sink_pushback(int w, const Observation& obs, Decision& d) {

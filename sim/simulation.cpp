@@ -269,7 +269,7 @@ class SimRun {
     // Only recorded decisions keep their text: once RunResult::decisions is full, nobody reads
     // a reason again, so the policy and the guards skip writing them (same numbers either way).
     consumer_.set_explain(static_cast<int>(result_.decisions.size()) < config.max_decisions);
-    const Decision d = controller_->tick(t1);
+    const Decision& d = controller_->tick(t1);  // the loop's, valid until its next tick
     if (leader_ && (leader_->resized_ ||
                     std::max(0, consumer_.requested()) != consumer_.last_sample().pool_size)) {
       catch_up(i);
