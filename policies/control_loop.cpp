@@ -26,10 +26,13 @@ const Decision& ControlLoop::tick(double now, std::string_view late) {
   obs.pinned = guards_.pinned(now);
   Proposal proposal = policy_->decide(obs);
   Decision& d = decision_;
-  // The reason is moved into the Decision rather than copied by apply_into() (which takes it
-  // verbatim): one allocation less per tick.
-  guards_.apply_into(proposal, policy_name_, obs, d, /*copy_reason=*/false);
-  // Without explain both are empty at almost every tick: then no assignment either.
+  if (decision_policy_stale_) {
+    d.policy = policy_name_;
+    decision_policy_stale_ = false;
+  }
+  guards_.apply_into(proposal.workers, obs, d);
+  // The reason is moved into the Decision (apply() would copy it): one allocation less per
+  // tick that has one. Without explain both are empty at almost every tick: no assignment.
   if (!proposal.reason.empty() || !d.reason.empty()) d.reason = std::move(proposal.reason);
   // Usually both empty: then no assignment at all.
   if (!late.empty() || !d.late.empty()) d.late.assign(late.data(), late.size());
@@ -64,6 +67,7 @@ void ControlLoop::set_policy(std::unique_ptr<Policy> policy, double now) {
   std::lock_guard lock(mutex_);
   policy_ = std::move(policy);
   policy_name_ = policy_->name();
+  decision_policy_stale_ = true;
   Decision note = note_locked(now);
   note.reason = "policy set to " + policy_->name() + " " + policy_->params().dump();
   record_locked(std::move(note));

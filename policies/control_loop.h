@@ -129,6 +129,9 @@ class ControlLoop {
   // This tick's decision, likewise: reused so that its strings and guard list keep their
   // buffers instead of a Decision being built and destroyed per tick.
   Decision decision_;
+  // Whether decision_.policy must be set to policy_name_ at the next tick (a new policy): a
+  // flag rather than a string comparison per tick.
+  bool decision_policy_stale_ = true;
   std::optional<Observation> last_observation_;  // kept only with a history
   double last_tick_time_ = 0.0;                  // the `now` of the last tick
   std::size_t ticks_ = 0;

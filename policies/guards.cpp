@@ -78,21 +78,19 @@ GuardChain::GuardChain(GuardConfig config) : config_(std::move(config)) {}
 Decision GuardChain::apply(const Proposal& proposal, const std::string& policy_name,
                            const Observation& obs) {
   Decision d;
-  apply_into(proposal, policy_name, obs, d);
+  d.policy = policy_name;
+  d.reason = proposal.reason;  // verbatim
+  apply_into(proposal.workers, obs, d);
   return d;
 }
 
-void GuardChain::apply_into(const Proposal& proposal, const std::string& policy_name,
-                            const Observation& obs, Decision& d, bool copy_reason) {
+void GuardChain::apply_into(int proposed_workers, const Observation& obs, Decision& d) {
   d.time = obs.time;
   d.previous_workers = obs.current_workers;
-  d.policy_workers = proposal.workers;
-  // Assigned only when different: the name is the same tick after tick.
-  if (d.policy != policy_name) d.policy = policy_name;
-  if (copy_reason) d.reason = proposal.reason;  // verbatim
-  d.guards.clear();                             // keeps the vector's buffer
+  d.policy_workers = proposed_workers;
+  d.guards.clear();  // keeps the vector's buffer
   const int current = obs.current_workers;
-  int w = proposal.workers;
+  int w = proposed_workers;
   // Notes are text only: every rule below decides the same with or without them.
   const bool explain = obs.explain;
 

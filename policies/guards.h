@@ -70,12 +70,10 @@ class GuardChain {
 
   // Applies the guards to the policy's proposal; obs.current_workers is the pool size now.
   Decision apply(const Proposal& proposal, const std::string& policy_name, const Observation& obs);
-  // The same into `d`, a previous tick's decision (or a default one) whose strings keep their
-  // buffers (the ControlLoop's every tick). Every field is overwritten except `late`, which
-  // the caller owns, and `reason`, which is set to the proposal's only when `copy_reason`
-  // (the ControlLoop moves it in instead).
-  void apply_into(const Proposal& proposal, const std::string& policy_name, const Observation& obs,
-                  Decision& d, bool copy_reason = true);
+  // The guards' part of that into `d`, a previous tick's decision (or a default one) whose
+  // strings keep their buffers (the ControlLoop's every tick): time, the three sizes, the guard
+  // notes and the source. `policy`, `reason` and `late` are the caller's, left as they are.
+  void apply_into(int proposed_workers, const Observation& obs, Decision& d);
 
   // Throws ConfigError when outside the hard limits or min > max.
   void set_bounds(int min_workers, int max_workers);
