@@ -195,9 +195,15 @@ void GuardChain::apply_into(int proposed_workers, const Observation& obs, Decisi
     }
     w = pin.workers;
   }
-  // Assigned only when it changes (rarely: a pin set or expired), not a string copy per tick.
-  const std::string_view source = override_ ? "override" : "policy";
-  if (d.source != source) d.source = source;
+  // Assigned only when it changes (rarely: a pin set or expired), not a string copy per tick;
+  // compared with each literal on its own branch, which the compiler inlines (one comparison
+  // against a source chosen at run time was a memcmp call per tick).
+  using std::literals::string_view_literals::operator""sv;
+  if (override_) {
+    if (std::string_view(d.source) != "override"sv) d.source = "override";
+  } else if (std::string_view(d.source) != "policy"sv) {
+    d.source = "policy";
+  }
 
   if (w > current && current > 0) {
     scale_up_pending_ = true;
