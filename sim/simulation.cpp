@@ -1,6 +1,7 @@
 #include "sim/simulation.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "policies/control_loop.h"
 #include "policies/infinity.h"
 #include "sim/arrivals.h"
+#include "sim/block_pipeline.h"
 #include "sim/lag_quantile.h"
 #include "sim/parallel_for.h"
 #include "sim/random.h"
@@ -26,6 +28,14 @@ constexpr uint64_t kServiceStream = 3;
 using arrivals::ArrivalGenerator;
 using arrivals::Arrivals;
 using arrivals::CountTape;
+
+// What a followed run (SimRun::can_follow) hands its followers at each tick: its model's sample,
+// the arrivals so far, and whether its own pool changed at that tick.
+struct LeaderTick {
+  ModelSample sample;
+  int64_t arrived = 0;
+  bool resized = false;
+};
 
 // The Sampler and Actuator the ControlLoop sees: the model, observed like a real consumer.
 class SimulatedConsumer final : public Sampler, public Actuator {
@@ -43,8 +53,8 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   void sample_into(double now, Observation& obs) override {
     now_ = now;
     if (source_) {  // following: the leader's model was sampled at this tick already
-      last_ = source_->last_;
-      last_arrived_ = source_->last_arrived_;
+      last_ = source_->sample;
+      last_arrived_ = source_->arrived;
     } else {
       last_ = model_.sample(now);
       last_arrived_ = model_.arrived();
@@ -62,9 +72,9 @@ class SimulatedConsumer final : public Sampler, public Actuator {
     }
   }
 
-  // Samples taken from `source` (another run's consumer, sampled first at every tick) and
-  // resizes only recorded (requested()) while it is set; nullptr: the own model again.
-  void follow(const SimulatedConsumer* source) { source_ = source; }
+  // The next sample is taken from `source` (the followed run's record of this tick), and resizes
+  // are only recorded (requested()) while it is set; nullptr: the own model again.
+  void follow(const LeaderTick* source) { source_ = source; }
   int requested() const { return requested_; }
   // The own model's sample at now() (after a catch-up: the one the leader's replaced).
   void resample() {
@@ -81,7 +91,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
 
  private:
   ConsumerModel& model_;
-  const SimulatedConsumer* source_ = nullptr;
+  const LeaderTick* source_ = nullptr;
   int partitions_;
   double now_ = 0.0;
   ObservationBuilder observations_;
@@ -179,8 +189,8 @@ std::string SimConfig::resolve_fidelity(const Trace& trace) const {
 
 namespace {
 
-// One simulate() run, a tick at a time (step), so that simulate_all() can advance the runs of a
-// thread together, a block of ticks each in turn, over one CountTape. With `prefetch` (and per-
+// One simulate() run, a tick at a time (step), so that simulate_all() can advance its runs a
+// block of ticks at a time over one CountTape per block (run_group). With `prefetch` (and per-
 // message fidelity) the arrivals and the service times are drawn ahead on two more threads: the
 // same result either way.
 class SimRun {
@@ -227,12 +237,15 @@ class SimRun {
 
   int64_t ticks() const { return grid_.ticks; }
 
-  // The block of ticks from `from` on replays its arrival counts from `tape` (simulate_all's
-  // groups; see CountTape); nullptr: the run draws them.
-  void begin_block(const CountTape* tape, int64_t from) {
+  // The block of ticks [from, to) replays its arrival counts from `tape` (simulate_all's
+  // groups; see CountTape); nullptr: the run draws them. A followed run records the block's
+  // ticks for its followers in its ring slot `slot`, where they read them.
+  void begin_block(const CountTape* tape, int64_t from, int64_t to, std::size_t slot) {
     tape_ = tape;
     block_from_ = from;
+    slot_ = slot;
     if (!leader_) arrivals_.replay_counts(tape);
+    if (!records_.empty()) records_[slot].resize(static_cast<std::size_t>(to - from));
   }
 
   // Exact memoization (simulate_all's groups). Two runs whose models got the same inputs so far
@@ -248,14 +261,15 @@ class SimRun {
            latency_wanted_ == leader.latency_wanted_ && fidelity_ == leader.fidelity_ &&
            &config_ == &leader.config_;
   }
-  // Follows `leader`, which steps each tick before this run does. Before the first step.
-  void follow(SimRun& leader) {
+  // Follows `leader`, which runs each block before this run does and keeps `slots` blocks of
+  // records (LeaderTick) for it. Before the first step.
+  void follow(SimRun& leader, std::size_t slots) {
     leader_ = &leader;
-    consumer_.follow(&leader.consumer_);
+    if (leader.records_.size() != slots) leader.records_.resize(slots);
   }
   bool following() const { return leader_ != nullptr; }
-  // The run failed at its current tick: its followers catch up and go on alone.
-  void mark_failed() { failed_ = true; }
+  // The run failed at tick i: its followers catch up there and go on alone.
+  void fail_at(int64_t i) { failed_tick_.store(i, std::memory_order_relaxed); }
 
   // Tick i (1 .. ticks(), in order).
   void step(int64_t i) {
@@ -263,15 +277,20 @@ class SimRun {
     const double tick = grid_.tick;
     const double t1 = grid_.end(i);
     ConsumerModel& model = model_;
-    if (leader_ && leader_->failed_) catch_up(i - 1);  // then this tick as any run's
+    // Then this tick as any run's. (The leader's failure at a later tick may be stored while
+    // this reads it: no tick of this block compares above it either way.)
+    if (leader_ && i >= leader_->failed_tick_.load(std::memory_order_relaxed)) catch_up(i - 1);
+    const LeaderTick* led =
+        leader_ ? &leader_->records_[slot_][static_cast<std::size_t>(i - block_from_)] : nullptr;
+    consumer_.follow(led);
     if (!leader_) advance_window(i);
 
     // Only recorded decisions keep their text: once RunResult::decisions is full, nobody reads
     // a reason again, so the policy and the guards skip writing them (same numbers either way).
     consumer_.set_explain(static_cast<int>(result_.decisions.size()) < config.max_decisions);
     const Decision& d = controller_->tick(t1);  // the loop's, valid until its next tick
-    if (leader_ && (leader_->resized_ ||
-                    std::max(0, consumer_.requested()) != consumer_.last_sample().pool_size)) {
+    if (led &&
+        (led->resized || std::max(0, consumer_.requested()) != consumer_.last_sample().pool_size)) {
       catch_up(i);
       model.resize(t1, consumer_.requested());
     }
@@ -293,7 +312,10 @@ class SimRun {
       model.set_shedding(gate_->active());
     }
     const int after = model.pool_size();
-    resized_ = after != before;  // read by the followers' step(i)
+    if (!records_.empty()) {  // for the followers' step(i)
+      records_[slot_][static_cast<std::size_t>(i - block_from_)] =
+          LeaderTick{consumer_.last_sample(), consumer_.last_arrived(), after != before};
+    }
     k.max_workers = std::max(k.max_workers, after);
     if (after != before) {
       ++k.scale_actions;
@@ -392,7 +414,7 @@ class SimRun {
   void catch_up(int64_t k) {
     const ModelSample used = consumer_.last_sample();
     leader_ = nullptr;
-    consumer_.follow(nullptr);
+    consumer_.follow(nullptr);  // the own model from here on
     arrivals_.replay_counts(nullptr);
     for (int64_t t = 1; t <= k; ++t) {
       if (t == block_from_) arrivals_.replay_counts(tape_);
@@ -428,13 +450,15 @@ class SimRun {
   StretchedService stretched_;
   bool latency_wanted_ = false;
   bool prefetch_ = false;
-  // Groups (simulate_all): the block's tape and first tick, the run followed (see can_follow),
-  // whether this run's pool changed at its last step and whether the run failed.
+  // Groups (simulate_all): the block's tape, first tick and ring slot, the run followed (see
+  // can_follow), the records kept for this run's followers (a vector per ring slot; empty when
+  // nobody follows), and the tick where this run failed (read by its followers' threads).
   const CountTape* tape_ = nullptr;
   int64_t block_from_ = 1;
+  std::size_t slot_ = 0;
   SimRun* leader_ = nullptr;
-  bool resized_ = false;
-  bool failed_ = false;
+  std::vector<std::vector<LeaderTick>> records_;
+  std::atomic<int64_t> failed_tick_{std::numeric_limits<int64_t>::max()};
 };
 
 RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
@@ -485,15 +509,16 @@ uint64_t model_service_seed(const SimConfig& config) {
 
 namespace {
 
-// The runs of one thread (simulate_all() with fewer threads than runs), advanced together a tick
-// at a time over blocks of ticks: one generator draws a block's arrival counts into a CountTape,
-// which every run replays, and the runs that can follow the first one take its model's samples
-// (SimRun::can_follow). A run that throws stops; the others go on.
+// The runs of simulate_all() with fewer threads than runs, advanced a block of ticks at a time
+// on `threads` threads (BlockPipeline): one generator draws a block's arrival counts into a
+// CountTape, which every run replays, and the runs that can follow the first one take its
+// model's samples (SimRun::can_follow), recorded for them as it runs the block. A run that
+// throws stops; the others go on.
 void run_group(const Trace& trace, const SimConfig& config,
                std::vector<std::unique_ptr<SimRun>>& runs, std::vector<std::exception_ptr>& errors,
-               const std::vector<std::size_t>& members, std::vector<RunResult>& results) {
+               std::vector<RunResult>& results, int threads) {
   std::vector<std::size_t> live;
-  for (const std::size_t i : members) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     if (runs[i]) live.push_back(i);
   }
   if (live.empty()) return;
@@ -508,35 +533,59 @@ void run_group(const Trace& trace, const SimConfig& config,
     runs[i].reset();
     return;
   }
+  // Blocks alive at once: a follower is at most this many blocks behind its leader, whose
+  // records of them (about 100 bytes a tick) are kept for it.
+  constexpr std::size_t kWindow = 4;
   // The first run leads; the others that can follow it do (SimRun::can_follow).
+  SimRun& leader = *runs[live[0]];
   for (std::size_t j = 1; j < live.size(); ++j) {
-    if (runs[live[j]]->can_follow(*runs[live[0]])) runs[live[j]]->follow(*runs[live[0]]);
+    if (runs[live[j]]->can_follow(leader)) runs[live[j]]->follow(leader, kWindow);
   }
   const TickGrid grid(trace.duration(), config.tick_seconds, config.series_interval_seconds);
   ArrivalGenerator counts(trace, config.seed, /*batch=*/true, config.batch_size);
-  CountTape tape;
-  for (int64_t from = 1; from <= grid.ticks;) {
-    tape.clear();
-    int64_t to = from;  // the block is [from, to)
-    while (to <= grid.ticks && tape.size() < CountTape::kBlock) {
-      counts.record_counts(grid.start(to), grid.end(to), tape);
-      ++to;
+  struct Block {
+    CountTape tape;
+    int64_t from = 1;
+    int64_t to = 1;  // the block is [from, to)
+  };
+  std::vector<Block> blocks(kWindow);
+  int64_t next_from = 1;  // touched by produce alone
+  BlockPipeline::Steps steps;
+  steps.produce = [&](int64_t, std::size_t slot) {
+    if (next_from > grid.ticks) return false;
+    Block& block = blocks[slot];
+    block.tape.clear();
+    block.from = next_from;
+    block.to = next_from;
+    // At most kBlock counts, and kBlock ticks (a tick past the trace's end draws none).
+    while (block.to <= grid.ticks && block.tape.size() < CountTape::kBlock &&
+           block.to - block.from < static_cast<int64_t>(CountTape::kBlock)) {
+      counts.record_counts(grid.start(block.to), grid.end(block.to), block.tape);
+      ++block.to;
     }
-    for (const std::size_t i : live) runs[i]->begin_block(&tape, from);
-    // Tick by tick, the leader first: its followers read its sample of the same tick.
-    for (int64_t t = from; t < to; ++t) {
-      for (const std::size_t i : live) {
-        if (errors[i]) continue;
-        try {
-          runs[i]->step(t);
-        } catch (...) {
-          errors[i] = std::current_exception();
-          runs[i]->mark_failed();
-        }
+    next_from = block.to;
+    return true;
+  };
+  steps.step = [&](std::size_t unit, int64_t, std::size_t slot) {
+    const std::size_t i = live[unit];
+    SimRun& run = *runs[i];
+    const Block& block = blocks[slot];
+    run.begin_block(&block.tape, block.from, block.to, slot);
+    for (int64_t t = block.from; t < block.to; ++t) {
+      try {
+        run.step(t);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        run.fail_at(t);
+        return false;
       }
     }
-    from = to;
-  }
+    return true;
+  };
+  steps.waits_for = [&](std::size_t unit) {
+    return runs[live[unit]]->following() ? std::size_t{0} : BlockPipeline::kNone;
+  };
+  BlockPipeline::run(live.size(), kWindow, threads, steps);
   for (const std::size_t i : live) {
     if (errors[i]) continue;
     try {
@@ -572,25 +621,20 @@ std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<Policy
     parallel_for(specs.size(), static_cast<int>(thread_count), run);
     return results;
   }
-  // More runs than threads: run i goes to group i % threads, whose runs share their arrival
-  // counts (run_group). The failure of the lowest index is rethrown once all have finished, as
-  // parallel_for does.
+  // More runs than threads: the runs advance together a block of ticks at a time (run_group),
+  // sharing their arrival counts, on `threads` threads. The failure of the lowest index is
+  // rethrown once all have finished, as parallel_for does.
   std::vector<std::unique_ptr<SimRun>> runs(specs.size());
   std::vector<std::exception_ptr> errors(specs.size());
-  std::vector<std::vector<std::size_t>> groups(thread_count);
-  for (std::size_t i = 0; i < specs.size(); ++i) groups[i % thread_count].push_back(i);
-  auto run = [&](std::size_t g) {
-    for (const std::size_t i : groups[g]) {
-      try {
-        runs[i] = std::make_unique<SimRun>(trace, std::move(policies[i]), label(i), guards, config,
-                                           /*prefetch=*/false);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    try {
+      runs[i] = std::make_unique<SimRun>(trace, std::move(policies[i]), label(i), guards, config,
+                                         /*prefetch=*/false);
+    } catch (...) {
+      errors[i] = std::current_exception();
     }
-    run_group(trace, config, runs, errors, groups[g], results);
-  };
-  parallel_for(groups.size(), static_cast<int>(thread_count), run);
+  }
+  run_group(trace, config, runs, errors, results, static_cast<int>(thread_count));
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }

@@ -183,10 +183,11 @@ RunResult simulate(const Trace& trace, const PolicySpec& spec, const GuardConfig
 // simulate() gives for its spec alone. Policies are all built (and their parameters checked)
 // before anything runs. With more threads than specs, each per-message run draws its arrival
 // times and service times ahead on two helper threads (sim/prefetched_stream.h). With fewer,
-// the runs of a thread advance together, tick by tick: they draw their arrival counts once, and
-// a run whose model got the same inputs as the thread's first run (no resize that changed its
-// pool yet) takes that run's model samples instead of simulating its own (simulation.cpp,
-// SimRun::can_follow). The same values either way, so the same results.
+// the runs advance together a block of ticks at a time, on `threads` threads that each take the
+// run furthest behind (sim/block_pipeline.h): they draw their arrival counts once, and a run
+// whose model got the same inputs as the first run (no resize that changed its pool yet) takes
+// that run's model samples instead of simulating its own (simulation.cpp, SimRun::can_follow).
+// The same values either way, so the same results.
 std::vector<RunResult> simulate_all(const Trace& trace, const std::vector<PolicySpec>& specs,
                                     const GuardConfig& guards, const SimConfig& config,
                                     int threads = 1);
