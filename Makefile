@@ -47,17 +47,19 @@ ASAN_CONFIG = grep -qs 'CMAKE_CXX_COMPILER:.*clang' $(ASAN)/CMakeCache.txt || rm
   -DLAGPILOT_BUILD_FUZZERS=ON -DLAGPILOT_BUILD_BENCH=OFF -DLAGPILOT_UNITY_BUILD=ON >/dev/null
 test-asan: deps
 	@$(ASAN_CONFIG)
-	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test kafka_test
+	@cmake --build $(ASAN) -j $(JOBS) --target policies_test sim_test pool_test controller_test \
+	  kafka_test block_pipeline_test
 	@ctest --test-dir $(ASAN) --output-on-failure -L unit -j $(TEST_JOBS)
 
-# The worker pool and the runtime's threaded parts without a broker (HTTP API against a ticking
-# controller, metrics, offset tracking) under ThreadSanitizer. kafka_test cannot run under it:
+# The worker pool, the runtime's threaded parts without a broker (HTTP API against a ticking
+# controller, metrics, offset tracking) and the simulator's block scheduler under
+# ThreadSanitizer. kafka_test cannot run under it:
 # Debian's librdkafka starts its threads with C11 thrd_create, which GCC's TSan does not
 # intercept, so TSan crashes in the first librdkafka thread (docs/testing.md).
 test-tsan: deps
 	@cmake -S . -B $(TSAN) $(CMAKE_GEN) $(SANITIZER_FLAGS) -DLAGPILOT_SANITIZE=thread >/dev/null
-	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test
-	@ctest --test-dir $(TSAN) --output-on-failure -R '^(pool|controller)_test$$'
+	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test block_pipeline_test
+	@ctest --test-dir $(TSAN) --output-on-failure -R '^(pool|controller|block_pipeline)_test$$'
 
 # libFuzzer targets (clang + ASan + UBSan, the test-asan tree): their kept regression inputs,
 # then 20 s of fuzzing each from a temporary copy of their seed corpus (docs/fuzzing.md).

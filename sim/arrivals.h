@@ -1,8 +1,8 @@
 #pragma once
 // The arrivals of simulate() (sim/simulation.cpp), a tick window at a time: the generator that
 // draws them from the trace, the prefetched variant for per-message fidelity, and the CountTape
-// through which simulate_all()'s runs on one thread share their arrival counts. Internal to the
-// simulator (only simulation.cpp includes it).
+// through which simulate_all()'s runs share their arrival counts. Internal to the simulator
+// (simulation.cpp, and consumer_model.cpp for ConsumerModel::run_window).
 //
 // Thread-safety: plain single-threaded objects, one per run (a PrefetchedStream's producer runs
 // on its own thread behind it, see sim/prefetched_stream.h).
@@ -136,6 +136,14 @@ class ArrivalGenerator {
     ++generated_;
     advance_message();
     return c;
+  }
+
+  // Per-message mode, as ConsumerModel::run_window's source: consumes the arrival at next_time()
+  // (as pop() would) and returns the next one's time (+infinity: the window is over).
+  double next() {
+    ++generated_;
+    advance_message();
+    return next_time_;
   }
 
   int64_t generated() const { return generated_; }
@@ -287,7 +295,7 @@ class Arrivals {
  public:
   Arrivals(const Trace& trace, uint64_t seed, bool batch, int batch_size, bool prefetch,
            int64_t ticks, double tick)
-      : generator_(trace, seed, batch, batch_size) {
+      : generator_(trace, seed, batch, batch_size), batch_(batch) {
     if (prefetch && !batch) {
       // Fill must be copyable: the generator sits behind a shared pointer.
       auto fill = std::make_shared<ArrivalFill>(trace, seed, batch_size, ticks, tick);
@@ -317,15 +325,21 @@ class Arrivals {
     generator_.replay_counts(tape);
   }
 
-  // Prefetched arrivals go to the model a window at a time (ConsumerModel::run_window: the same
-  // order as the caller's loop over next_time() and pop()).
-  bool prefetched() const { return prefetched_ != nullptr; }
+  // Per-message arrivals (prefetched or drawn here) go to the model a window at a time
+  // (ConsumerModel::run_window: the same order as the caller's loop over next_time() and pop()).
+  bool per_message() const { return !batch_; }
   void run_window(ConsumerModel& model, double t1) {
-    generated_ += model.run_window(t1, *prefetched_, next_);
+    if (prefetched_) {
+      generated_ += model.run_window(t1, *prefetched_, next_);
+    } else {
+      double next = generator_.next_time();
+      model.run_window(t1, generator_, next);  // the generator counts what it hands out
+    }
   }
 
  private:
   ArrivalGenerator generator_;
+  bool batch_;
   std::unique_ptr<PrefetchedStream> prefetched_;
   double next_ = kInf;
   int64_t generated_ = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "policies/config_reader.h"
+#include "sim/arrivals.h"
 #include "sim/prefetched_stream.h"
 
 namespace lagpilot::sim {
@@ -468,7 +469,8 @@ void ConsumerModel::arrive(double now, const ArrivalChunk& chunk) {
   accept(now, chunk, batch_fidelity_);
 }
 
-int64_t ConsumerModel::run_window(double t1, PrefetchedStream& arrivals, double& next_arrival) {
+template <class Source>
+int64_t ConsumerModel::run_window(double t1, Source& arrivals, double& next_arrival) {
   // The comparisons run on EventHeap keys (the doubles' order as integers): the root's key is
   // read as it is, and an arrival's time is turned into a key once.
   using Heap = EventHeap<EventPayload>;
@@ -494,6 +496,9 @@ int64_t ConsumerModel::run_window(double t1, PrefetchedStream& arrivals, double&
   next_arrival = ta;
   return arrivals_taken;
 }
+
+template int64_t ConsumerModel::run_window(double, PrefetchedStream&, double&);
+template int64_t ConsumerModel::run_window(double, arrivals::ArrivalGenerator&, double&);
 
 void ConsumerModel::resize(double now, int workers) {
   const int target = std::max(0, workers);

@@ -173,8 +173,11 @@ class ConsumerModel {
   // runs the event when next_event_time() <= the next arrival and takes the arrival otherwise,
   // both only while before t1. Returns the number of messages that arrived. One loop with the
   // event, the completion and the start inlined: the calls, their register saves and reloads
-  // were a fifth of an M/M/c run's instructions.
-  int64_t run_window(double t1, PrefetchedStream& arrivals, double& next_arrival);
+  // were a fifth of an M/M/c run's instructions. `Source` is a PrefetchedStream or the
+  // simulator's per-message ArrivalGenerator (sim/arrivals.h): `double next()` consumes the
+  // arrival at hand and returns the next time (instantiated for those two in the .cpp).
+  template <class Source>
+  int64_t run_window(double t1, Source& arrivals, double& next_arrival);
   // Sets the pool size (>= 0) at `now`.
   void resize(double now, int workers);
   // Shedding by age (see the header comment): the age limit (> 0; set once, before the first

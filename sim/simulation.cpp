@@ -387,7 +387,7 @@ class SimRun {
     ConsumerModel& model = model_;
     const int pool = model.pool_size();
     arrivals_.begin_window(t0, t1, stretched_.seconds_per_message(pool), pool);
-    if (arrivals_.prefetched()) {
+    if (arrivals_.per_message()) {
       arrivals_.run_window(model, t1);  // the loop below, inside the model
     } else {
       for (;;) {
