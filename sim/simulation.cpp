@@ -570,15 +570,14 @@ void run_group(const Trace& trace, const SimConfig& config,
     const std::size_t i = live[unit];
     SimRun& run = *runs[i];
     const Block& block = blocks[slot];
-    run.begin_block(&block.tape, block.from, block.to, slot);
-    for (int64_t t = block.from; t < block.to; ++t) {
-      try {
-        run.step(t);
-      } catch (...) {
-        errors[i] = std::current_exception();
-        run.fail_at(t);
-        return false;
-      }
+    int64_t t = block.from;
+    try {
+      run.begin_block(&block.tape, block.from, block.to, slot);
+      for (; t < block.to; ++t) run.step(t);
+    } catch (...) {
+      errors[i] = std::current_exception();
+      run.fail_at(t);  // its followers catch up there
+      return false;
     }
     return true;
   };
