@@ -245,7 +245,14 @@ class SimRun {
     block_from_ = from;
     slot_ = slot;
     if (!leader_) arrivals_.replay_counts(tape);
-    if (!records_.empty()) records_[slot].resize(static_cast<std::size_t>(to - from));
+    if (!records_.empty()) {
+      records_[slot].resize(static_cast<std::size_t>(to - from));
+      BlockStart& start = block_starts_[slot];
+      start.from = 0;  // not valid until both copies are whole
+      start.model = model_;
+      start.arrivals = arrivals_.generator();
+      start.from = from;
+    }
   }
 
   // Exact memoization (simulate_all's groups). Two runs whose models got the same inputs so far
@@ -253,8 +260,10 @@ class SimRun {
   // the pool already had, which change nothing) hold models in the same state, bit for bit, so
   // a follower takes the leader's model sample at each tick instead of simulating its own. It
   // leaves at the first tick where either run's resize would change its pool (or the leader
-  // fails): it then brings its own, untouched, model through every tick so far (catch_up, at
-  // most the work it saved) and goes on alone. Only runs whose models are configured alike
+  // fails): it then takes a copy of the leader's model and arrivals as they were at the start
+  // of the block (the leader keeps one per block it runs while followed) and brings it through
+  // the block's ticks so far (catch_up: at most a block, so the work saved stays saved), and
+  // goes on alone. Only runs whose models are configured alike
   // (latency percentiles wanted or not) and that do not shed (the gate feeds the model) follow.
   bool can_follow(const SimRun& leader) const {
     return !prefetch_ && !leader.prefetch_ && !gate_ && !leader.gate_ && !leader.leader_ &&
@@ -265,7 +274,10 @@ class SimRun {
   // records (LeaderTick) for it. Before the first step.
   void follow(SimRun& leader, std::size_t slots) {
     leader_ = &leader;
-    if (leader.records_.size() != slots) leader.records_.resize(slots);
+    if (leader.records_.size() != slots) {
+      leader.records_.resize(slots);
+      leader.block_starts_.resize(slots);
+    }
   }
   bool following() const { return leader_ != nullptr; }
   // The run failed at tick i: its followers catch up there and go on alone.
@@ -407,16 +419,27 @@ class SimRun {
     }
   }
 
-  // Stops following: the own model through ticks 1 .. k, sampled at each, as the run would have
-  // done alone (every resize so far left the pool as it was, so none is replayed). Counts before
-  // the block are drawn from the run's own count stream (the recorder's, draw for draw), the
+  // Stops following: the model and arrivals through ticks 1 .. k, sampled at each, as the run
+  // would have had them alone (every resize so far left the pool as it was, so none is
+  // replayed). From the leader's copy at the block's start when k is in the block (the same
+  // state: the same inputs so far), else the own untouched model from tick 1: counts before the
+  // block are then drawn from the run's own count stream (the recorder's, draw for draw), the
   // block's are replayed. The sample at k must be the leader's, which the run used.
   void catch_up(int64_t k) {
     const ModelSample used = consumer_.last_sample();
+    const SimRun& leader = *leader_;
     leader_ = nullptr;
     consumer_.follow(nullptr);  // the own model from here on
-    arrivals_.replay_counts(nullptr);
-    for (int64_t t = 1; t <= k; ++t) {
+    int64_t first = 1;
+    const BlockStart* start = leader.block_starts_.empty() ? nullptr : &leader.block_starts_[slot_];
+    if (start && start->from == block_from_ && k >= block_from_) {
+      model_ = *start->model;
+      arrivals_.restore(*start->arrivals);  // replays this block's tape from its start
+      first = block_from_;
+    } else {
+      arrivals_.replay_counts(nullptr);
+    }
+    for (int64_t t = first; t <= k; ++t) {
       if (t == block_from_) arrivals_.replay_counts(tape_);
       advance_window(t);
       if (t < k) model_.sample(grid_.end(t));
@@ -458,6 +481,14 @@ class SimRun {
   std::size_t slot_ = 0;
   SimRun* leader_ = nullptr;
   std::vector<std::vector<LeaderTick>> records_;
+  // By ring slot, while followed: the model and arrivals at the start of the slot's block
+  // (`from`, 0 while being copied), which a departing follower starts from.
+  struct BlockStart {
+    int64_t from = 0;
+    std::optional<ConsumerModel> model;
+    std::optional<ArrivalGenerator> arrivals;
+  };
+  std::vector<BlockStart> block_starts_;
   std::atomic<int64_t> failed_tick_{std::numeric_limits<int64_t>::max()};
 };
 
