@@ -67,7 +67,7 @@ class CountTape {
 class ArrivalGenerator {
  public:
   ArrivalGenerator(const Trace& trace, uint64_t seed, bool batch, int batch_size)
-      : trace_(trace),
+      : trace_(&trace),
         duration_(trace.duration()),
         counts_(Rng::stream(seed, kArrivalCountStream)),
         positions_(Rng::stream(seed, kArrivalPositionStream)),
@@ -162,7 +162,7 @@ class ArrivalGenerator {
     // Windows come one after the other, so bin_ already points at the bin holding t0 (the last
     // one's window did not end at its end) or at the next one; only a jump needs the division.
     if (t0 != previous_window_end_) {
-      bin_ = static_cast<std::size_t>(std::max(0.0, std::floor(t0 / trace_.bin_seconds)));
+      bin_ = static_cast<std::size_t>(std::max(0.0, std::floor(t0 / trace_->bin_seconds)));
     }
     previous_window_end_ = window_end_;
   }
@@ -177,10 +177,10 @@ class ArrivalGenerator {
   // Moves to the next segment of the window that has at least one arrival; false at the end.
   bool next_segment() {
     while (cursor_ < window_end_) {
-      const double bin_end = static_cast<double>(bin_ + 1) * trace_.bin_seconds;
+      const double bin_end = static_cast<double>(bin_ + 1) * trace_->bin_seconds;
       const double end = std::min(bin_end, window_end_);
       const double start = cursor_;
-      const double rate = bin_ < trace_.rates.size() ? trace_.rates[bin_] : 0.0;
+      const double rate = bin_ < trace_->rates.size() ? trace_->rates[bin_] : 0.0;
       if (bin_end <= window_end_) ++bin_;
       if (end <= start) continue;
       cursor_ = end;
@@ -212,12 +212,14 @@ class ArrivalGenerator {
         std::min(segment_start_ + position_ * (segment_end_ - segment_start_), last_before_end_);
   }
 
-  const Trace& trace_;
-  const double duration_;
+  // Not const, so that the generator is assignable: a run that stops following another in
+  // simulate_all() takes a copy of the other's generator (Arrivals::copy_from).
+  const Trace* trace_;
+  double duration_;
   Rng counts_;
   Rng positions_;
-  const bool batch_;
-  const int64_t batch_size_;
+  bool batch_;
+  int64_t batch_size_;
 
   double window_end_ = 0.0;
   double previous_window_end_ = 0.0;
@@ -311,6 +313,14 @@ class Arrivals {
     return c;
   }
   int64_t generated() const { return prefetched_ ? generated_ : generator_.generated(); }
+  // Becomes a copy of `other`, a generator of the same trace and config at the same point of
+  // the run (simulate_all(): a run that stops following another). Not with prefetched arrivals.
+  void copy_from(const Arrivals& other) {
+    if (prefetched_ || other.prefetched_) {
+      throw std::logic_error("simulate: prefetched arrivals are not copied");
+    }
+    generator_ = other.generator_;
+  }
   // See ArrivalGenerator::replay_counts (not with prefetched arrivals, which draw their own).
   void replay_counts(const CountTape* tape) {
     if (prefetched_) throw std::logic_error("simulate: prefetched arrivals replay no counts");

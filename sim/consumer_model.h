@@ -152,6 +152,11 @@ class ConsumerModel {
   ConsumerModel(const ConsumerModelConfig& config, int initial_workers, uint64_t service_seed,
                 bool batch_fidelity);
   ~ConsumerModel();
+  // A copy is the same model, bit for bit (simulate_all(): a run that stops following another
+  // takes the other's model). A model whose service times are prefetched must not be copied:
+  // the copy would share the stream.
+  ConsumerModel(const ConsumerModel&) = default;
+  ConsumerModel& operator=(const ConsumerModel&) = default;
 
   // Per-message fidelity: draw the service times ahead on a second thread (PrefetchedStream).
   // They do not depend on the queue (the n-th message to start gets the stream's n-th draw), so
@@ -289,7 +294,9 @@ class ConsumerModel {
   ConsumerModelConfig config_;
   bool batch_fidelity_;
   Rng rng_;
-  std::unique_ptr<PrefetchedStream> service_times_;  // prefetch_service_times(): draw_work(1)
+  // prefetch_service_times(): draw_work(1). Shared only so that the model is copyable (see the
+  // copy constructor).
+  std::shared_ptr<PrefetchedStream> service_times_;
   // Per-distribution constants.
   int distribution_ = 0;  // 0 lognormal, 1 exponential, 2 deterministic
   double log_mu_ = 0.0, log_sigma_ = 0.0;

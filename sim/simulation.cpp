@@ -58,9 +58,14 @@ class SimulatedConsumer final : public Sampler, public Actuator {
     if (source_) {
       requested_ = workers;  // SimRun::step decides whether the run can go on following
     } else {
+      // A followed run's resize that changes its pool ends the following: the followers then
+      // take the model as it was before it (SimRun::leave).
+      if (before_resize_ && std::max(0, workers) != model_.pool_size()) *before_resize_ = model_;
       model_.resize(now_, workers);
     }
   }
+  // Where resize() copies the model before a change of the pool; nullptr: nowhere.
+  void keep_before_resize(std::optional<ConsumerModel>* before) { before_resize_ = before; }
 
   // Samples taken from `source` (another run's consumer, sampled first at every tick) and
   // resizes only recorded (requested()) while it is set; nullptr: the own model again.
@@ -82,6 +87,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
  private:
   ConsumerModel& model_;
   const SimulatedConsumer* source_ = nullptr;
+  std::optional<ConsumerModel>* before_resize_ = nullptr;
   int partitions_;
   double now_ = 0.0;
   ObservationBuilder observations_;
@@ -239,9 +245,11 @@ class SimRun {
   // (the same arrivals, which every run of a simulate_all() gets, and only resizes to the size
   // the pool already had, which change nothing) hold models in the same state, bit for bit, so
   // a follower takes the leader's model sample at each tick instead of simulating its own. It
-  // leaves at the first tick where either run's resize would change its pool (or the leader
-  // fails): it then brings its own, untouched, model through every tick so far (catch_up, at
-  // most the work it saved) and goes on alone. Only runs whose models are configured alike
+  // leaves at the first tick where either run's resize would change its pool: it then takes a
+  // copy of the leader's model and arrivals as they were before that tick's resize (leave) and
+  // goes on alone, so the work saved stays saved. If the leader fails, the follower brings its
+  // own, untouched, model through every tick so far instead (catch_up) and goes on alone (the
+  // leader's model may stand mid-tick). Only runs whose models are configured alike
   // (latency percentiles wanted or not) and that do not shed (the gate feeds the model) follow.
   bool can_follow(const SimRun& leader) const {
     return !prefetch_ && !leader.prefetch_ && !gate_ && !leader.gate_ && !leader.leader_ &&
@@ -252,6 +260,7 @@ class SimRun {
   void follow(SimRun& leader) {
     leader_ = &leader;
     consumer_.follow(&leader.consumer_);
+    if (leader.followers_++ == 0) leader.consumer_.keep_before_resize(&leader.before_resize_);
   }
   bool following() const { return leader_ != nullptr; }
   // The run failed at its current tick: its followers catch up and go on alone.
@@ -272,7 +281,7 @@ class SimRun {
     const Decision& d = controller_->tick(t1);  // the loop's, valid until its next tick
     if (leader_ && (leader_->resized_ ||
                     std::max(0, consumer_.requested()) != consumer_.last_sample().pool_size)) {
-      catch_up(i);
+      leave();
       model.resize(t1, consumer_.requested());
     }
     const ModelSample& m = consumer_.last_sample();
@@ -385,6 +394,25 @@ class SimRun {
     }
   }
 
+  // Stops following at the current tick, whose sample (the leader's) the run used: its model
+  // and arrivals become copies of the leader's as they were before the leader's resize at this
+  // tick, which is the state the run's own would be in (the same inputs so far, see
+  // can_follow). A copy instead of a replay: the work saved while following stays saved.
+  void leave() {
+    SimRun& leader = *leader_;
+    if (leader.resized_ && !leader.before_resize_) {
+      throw std::logic_error("simulate: a followed run resized without keeping its model");
+    }
+    model_ = leader.resized_ ? *leader.before_resize_ : leader.model_;
+    arrivals_.copy_from(leader.arrivals_);
+    leader_ = nullptr;
+    consumer_.follow(nullptr);
+    if (--leader.followers_ == 0) {
+      leader.consumer_.keep_before_resize(nullptr);
+      leader.before_resize_.reset();
+    }
+  }
+
   // Stops following: the own model through ticks 1 .. k, sampled at each, as the run would have
   // done alone (every resize so far left the pool as it was, so none is replayed). Counts before
   // the block are drawn from the run's own count stream (the recorder's, draw for draw), the
@@ -435,6 +463,10 @@ class SimRun {
   SimRun* leader_ = nullptr;
   bool resized_ = false;
   bool failed_ = false;
+  // A leader: its runs still following, and its model as it was before a resize that changed
+  // its pool at the current tick (taken only while followed; see leave()).
+  int followers_ = 0;
+  std::optional<ConsumerModel> before_resize_;
 };
 
 RunResult simulate_run(const Trace& trace, std::unique_ptr<Policy> policy, const std::string& label,
