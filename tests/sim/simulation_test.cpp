@@ -232,6 +232,35 @@ TEST(Determinism, FollowersLeavingLateTakeTheLeadersModel) {
   }
 }
 
+TEST(Determinism, FollowersOfALeaderThatShrinksTakeItsModelBeforeTheResize) {
+  // The leader (static:6) shrinks a pool of 8 idle workers at its first tick (nothing arrives in
+  // the first second); its followers keep 8. They must go on from the leader's model as it was
+  // before the resize: from the shrunk one, growing back would start two warming workers instead
+  // of keeping two productive ones, and the backlog of the next seconds, at a load that needs all
+  // 8, would differ.
+  SimConfig config;
+  config.initial_workers = 8;
+  config.record_series = true;
+  Trace trace = constant_trace(0.97 * config.model.capacity(8), 120.0);
+  trace.rates[0] = 0.0;
+  const std::vector<PolicySpec> specs = {parse_policy_spec("static:6"), parse_policy_spec("static:8"),
+                                         parse_policy_spec("pid")};
+  for (const std::string fidelity : {"message", "batch"}) {
+    config.fidelity = fidelity;
+    std::vector<RunResult> alone;
+    for (const PolicySpec& spec : specs) alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+    ASSERT_EQ(alone[1].series.at(10).workers, 8) << fidelity;
+    const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, 1);
+    EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(),
+              to_json(alone, config, TraceInfo::of(trace)).dump())
+        << fidelity;
+    std::ostringstream a, b;
+    write_series_csv(a, grouped);
+    write_series_csv(b, alone);
+    EXPECT_EQ(a.str(), b.str()) << fidelity;
+  }
+}
+
 TEST(Determinism, CountTapeRefusesARunOutOfStep) {
   // A run that asks for other means than the ones recorded (here: another trace) gets an error,
   // not another run's counts.
