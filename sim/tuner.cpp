@@ -106,7 +106,7 @@ class Evaluator {
     const std::vector<nlohmann::json>& extras = extras_done_ ? no_extras : options_.extra_params;
     extras_done_ = true;
     for (std::size_t x = 0; x < extras.size(); ++x) runs.push_back(fresh.size() + x);
-    extra_kpis_.resize(extras.size(), std::vector<Kpis>(traces));
+    if (!extras.empty()) extra_kpis_.assign(extras.size(), std::vector<Kpis>(traces));
     if (runs.empty()) return;
     const auto params_of = [&](std::size_t f) -> const nlohmann::json& {
       return f < fresh.size() ? evaluations_[fresh[f]].params : extras[f - fresh.size()];

@@ -573,6 +573,16 @@ TEST(Tune, GroupedRunsAndExtraParamsGiveEachRunsOwnKpis) {
                          space, ObjectiveWeights{})
                      .dump());
   }
+  // Over several rounds (nelder-mead) the extras' KPIs are the first round's, kept to the end.
+  TuneOptions nm = options("nelder-mead", 12, 2);
+  nm.extra_params = {baseline};
+  const TuneResult rounds = tune(space, train, GuardConfig{}, fast_config(), nm);
+  ASSERT_GE(rounds.rounds, 2);
+  ASSERT_EQ(rounds.extra_kpis.size(), 1u);
+  ASSERT_EQ(rounds.extra_kpis[0].size(), 2u);
+  const SetEvaluation base =
+      evaluate_on("pid", baseline, train, GuardConfig{}, fast_config(), ObjectiveWeights{}, 1);
+  EXPECT_EQ(kpis_to_json(rounds.extra_kpis[0][1]).dump(), kpis_to_json(base.runs[1].kpis).dump());
   TuneOptions bad = options("random", 3, 2);
   bad.extra_params = {json{{"kp", -1.0}}};
   EXPECT_THROW(tune(space, train, GuardConfig{}, fast_config(), bad), ConfigError);
