@@ -25,9 +25,9 @@ constexpr uint64_t kSearchStream = 0x74756e65;  // "tune"
 // A search stops after this many proposals per budgeted configuration even if the budget is
 // not used up (a small integer space answered from the cache again and again).
 constexpr int kMaxProposalsPerBudget = 20;
-// At most this many runs advance together in one group (see Evaluator::run): every run of a
-// group is alive at once, so memory grows with the group (a run's lag quantile table alone is
-// up to 512 KB), and the runs of a tick share the caches.
+// At most this many runs a thread go to one simulate_all() call (see Evaluator::run): every run
+// of a call is alive at once, so memory grows with it (a run's lag quantile table alone is up to
+// 512 KB), and the runs of a tick share the caches.
 constexpr std::size_t kMaxGroupRuns = 8;
 
 // Algorithm: memoized, budgeted, parallel evaluation of candidates. A batch of candidates (value
@@ -112,23 +112,10 @@ class Evaluator {
       return f < fresh.size() ? evaluations_[fresh[f]].params : extras[f - fresh.size()];
     };
 
-    // Groups: on each trace, run r goes to group r % per_trace (simulate_all's deal): one group
-    // a thread, more when that would put more than kMaxGroupRuns runs in one.
-    const std::size_t per_trace =
-        std::min(runs.size(), std::max(static_cast<std::size_t>(threads_),
-                                       (runs.size() + kMaxGroupRuns - 1) / kMaxGroupRuns));
     std::vector<Kpis> kpis(fresh.size() * traces);  // candidate f on trace t: f * traces + t
-    parallel_for(traces * per_trace, threads_, [&](std::size_t job) {
-      const std::size_t t = job / per_trace;
-      const std::size_t g = job % per_trace;
-      std::vector<std::size_t> members;
-      std::vector<PolicySpec> specs;
-      for (std::size_t r = g; r < runs.size(); r += per_trace) {
-        members.push_back(runs[r]);
-        specs.push_back(PolicySpec{space_.policy, params_of(runs[r]), "candidate"});
-      }
-      std::vector<RunResult> results =
-          simulate_all(train_[t], specs, guards_, config_, /*threads=*/1);
+    // Takes the results of the runs `members` on trace t (in that order).
+    const auto collect = [&](std::size_t t, const std::vector<std::size_t>& members,
+                             const std::vector<RunResult>& results) {
       for (std::size_t m = 0; m < members.size(); ++m) {
         const std::size_t f = members[m];
         if (f >= fresh.size()) {
@@ -151,6 +138,37 @@ class Evaluator {
         e.objective = sum / static_cast<double>(traces);
         finished(&e);
       }
+    };
+    const auto specs_of = [&](const std::vector<std::size_t>& members) {
+      std::vector<PolicySpec> specs;
+      for (const std::size_t f : members) {
+        specs.push_back(PolicySpec{space_.policy, params_of(f), "candidate"});
+      }
+      return specs;
+    };
+    const auto threads = static_cast<std::size_t>(threads_);
+    if (runs.size() >= threads) {
+      // At least a run a thread: the runs of a trace go to simulate_all() together (at most
+      // kMaxGroupRuns a thread per call), which spreads them over the threads itself and lets
+      // them share their arrival counts and, while their pools are equal, one model.
+      const std::size_t chunk = kMaxGroupRuns * threads;
+      for (std::size_t t = 0; t < traces; ++t) {
+        for (std::size_t from = 0; from < runs.size(); from += chunk) {
+          const std::vector<std::size_t> members(
+              runs.begin() + static_cast<std::ptrdiff_t>(from),
+              runs.begin() + static_cast<std::ptrdiff_t>(std::min(from + chunk, runs.size())));
+          collect(t, members,
+                  simulate_all(train_[t], specs_of(members), guards_, config_,
+                               static_cast<int>(std::min(threads, members.size()))));
+        }
+      }
+      return;
+    }
+    // Fewer runs than threads: a run a job, the traces side by side.
+    parallel_for(traces * runs.size(), threads_, [&](std::size_t job) {
+      const std::size_t t = job / runs.size();
+      const std::vector<std::size_t> member = {runs[job % runs.size()]};
+      collect(t, member, simulate_all(train_[t], specs_of(member), guards_, config_, 1));
     });
   }
 

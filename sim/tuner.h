@@ -43,12 +43,12 @@
 //                search that converges restarts at a new random point while budget remains.
 // `budget` counts distinct configurations simulated (a repeat, e.g. after integer rounding, is
 // answered from a cache). Every configuration is simulated on every train trace with the same
-// SimConfig (same seed: the same arrivals for all candidates). The runs of a round on one trace
-// are dealt into groups, as many as there are threads (fewer with fewer runs), and each group
-// goes through simulate_all() on one thread: its runs advance together and draw their arrival
-// counts once, and while their pools are equal they take one model's samples (simulation.h).
-// The groups go to a pool of std::threads; the proposals of a round never depend on the order
-// in which runs finish, so the result depends only on the inputs and the seed, not on threads.
+// SimConfig (same seed: the same arrivals for all candidates). With at least a run a thread, the
+// runs of a round on one trace go to simulate_all() together (up to 8 a thread per call), which
+// spreads them over the threads: they draw their arrival counts once, and while their pools are
+// equal they take one model's samples (simulation.h). With fewer, each run is a job of its own
+// and the traces run side by side. The proposals of a round never depend on the order in which
+// runs finish, so the result depends only on the inputs and the seed, not on threads.
 //
 // Thread-safety: every free function and TuneSpace member is pure and may be called from any
 // thread. tune() runs its simulations on TuneOptions::threads threads of its own and returns
