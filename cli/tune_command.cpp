@@ -257,6 +257,14 @@ CommandMain add_tune_command(CLI::App& app) {
     options.starts = o->starts;
     options.weights = weights;
     options.baseline = baseline;
+    // The report's train runs of the best and the baseline (below) are the search's own when
+    // both simulate with the same SimConfig, which holds unless the config asks for series
+    // (tune turns them off; the report's runs would keep them). Then the best's runs are
+    // already done and the baseline's go with the first round, sharing its groups.
+    sim::SimConfig report_config = sc;
+    report_config.max_decisions = 0;
+    const bool train_runs_from_search = !report_config.record_series;
+    if (train_runs_from_search) options.extra_params = {baseline};
     auto reporter = std::make_shared<ProgressReporter>(::isatty(STDERR_FILENO) == 1);
     options.progress = [reporter](const sim::TuneProgress& p) { (*reporter)(p); };
     const auto started = std::chrono::steady_clock::now();
@@ -324,12 +332,16 @@ CommandMain add_tune_command(CLI::App& app) {
               << "  baseline: " << params_text(baseline) << "\n\n";
 
     // Held out: the best and the baseline on train and test, side by side.
-    sim::SimConfig report_config = sc;
-    report_config.max_decisions = 0;
     // Both configurations in one pool of runs (on one long trace, side by side on two threads).
     const std::vector<nlohmann::json> both = {best.params, baseline};
-    std::vector<sim::SetEvaluation> on_train =
-        sim::evaluate_on(space.policy, both, train, cfg.guards, report_config, weights, threads);
+    std::vector<sim::SetEvaluation> on_train;
+    if (train_runs_from_search) {
+      on_train.push_back(sim::set_evaluation(best.kpis, train, weights));
+      on_train.push_back(sim::set_evaluation(result.extra_kpis.at(0), train, weights));
+    } else {
+      on_train =
+          sim::evaluate_on(space.policy, both, train, cfg.guards, report_config, weights, threads);
+    }
     const sim::SetEvaluation best_train = std::move(on_train[0]);
     const sim::SetEvaluation base_train = std::move(on_train[1]);
     sim::SetEvaluation best_test, base_test;

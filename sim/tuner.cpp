@@ -25,6 +25,10 @@ constexpr uint64_t kSearchStream = 0x74756e65;  // "tune"
 // A search stops after this many proposals per budgeted configuration even if the budget is
 // not used up (a small integer space answered from the cache again and again).
 constexpr int kMaxProposalsPerBudget = 20;
+// At most this many runs a thread go to one simulate_all() call (see Evaluator::run): every run
+// of a call is alive at once, so memory grows with it (a run's lag quantile table alone is up to
+// 512 KB), and the runs of a tick share the caches.
+constexpr std::size_t kMaxGroupRuns = 8;
 
 // Algorithm: memoized, budgeted, parallel evaluation of candidates. A batch of candidates (value
 // vectors) is resolved in order: a known configuration is answered from the cache; a new one
@@ -77,45 +81,94 @@ class Evaluator {
 
   std::vector<TuneEvaluation>& evaluations() { return evaluations_; }
   bool budget_left() const { return evaluations_.size() < budget_; }
+  // TuneOptions::extra_params' KPIs, per trace (after the first evaluate()).
+  std::vector<std::vector<Kpis>>& extra_kpis() { return extra_kpis_; }
 
  private:
   void run(const std::vector<std::size_t>& fresh) {
-    // Jobs: the runs of fresh candidate f are jobs [first_job[f], first_job[f] + traces).
+    // The runs of this round: every valid fresh candidate (and, in the first round, every extra
+    // params set) on every trace. Run r of a trace is runs[r]: candidate f (< fresh.size()) or
+    // extra f - fresh.size().
     const std::size_t traces = train_.size();
-    std::vector<std::size_t> job_candidate;
-    std::vector<std::size_t> first_job(fresh.size(), 0);
+    std::vector<std::size_t> runs;
     std::vector<std::unique_ptr<std::atomic<std::size_t>>> runs_left(fresh.size());
     for (std::size_t f = 0; f < fresh.size(); ++f) {
       // atomic: counts down as the candidate's runs finish on any thread; the thread that
       // brings it to zero sees every run's Kpis (they were written before the decrement).
       runs_left[f] = std::make_unique<std::atomic<std::size_t>>(traces);
-      first_job[f] = job_candidate.size();
       if (!evaluations_[fresh[f]].error.empty()) {
         finished(nullptr);
         continue;
       }
-      job_candidate.insert(job_candidate.end(), traces, f);
+      runs.push_back(f);
     }
-    std::vector<Kpis> kpis(job_candidate.size());
-    parallel_for(job_candidate.size(), threads_, [&](std::size_t j) {
-      const std::size_t f = job_candidate[j];
-      TuneEvaluation& e = evaluations_[fresh[f]];
-      kpis[j] = simulate(train_[j - first_job[f]], make_policy(space_.policy, e.params, "params"),
-                         "candidate", guards_, config_)
-                    .kpis;
-      if (--*runs_left[f] > 0) return;
-      // The candidate's last run: aggregate it (no other thread touches `e` now).
-      double sum = 0.0;
-      for (std::size_t t = 0; t < traces; ++t) {
-        const Kpis& k = kpis[first_job[f] + t];
-        e.kpis.push_back(k);
-        sum += run_objective(k, options_.weights);
-        e.worker_seconds += k.worker_seconds;
-        e.seconds_above_slo += k.seconds_above_slo;
-        e.scale_actions += k.scale_actions;
+    const std::vector<nlohmann::json> no_extras;
+    const std::vector<nlohmann::json>& extras = extras_done_ ? no_extras : options_.extra_params;
+    extras_done_ = true;
+    for (std::size_t x = 0; x < extras.size(); ++x) runs.push_back(fresh.size() + x);
+    if (!extras.empty()) extra_kpis_.assign(extras.size(), std::vector<Kpis>(traces));
+    if (runs.empty()) return;
+    const auto params_of = [&](std::size_t f) -> const nlohmann::json& {
+      return f < fresh.size() ? evaluations_[fresh[f]].params : extras[f - fresh.size()];
+    };
+
+    std::vector<Kpis> kpis(fresh.size() * traces);  // candidate f on trace t: f * traces + t
+    // Takes the results of the runs `members` on trace t (in that order).
+    const auto collect = [&](std::size_t t, const std::vector<std::size_t>& members,
+                             const std::vector<RunResult>& results) {
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        const std::size_t f = members[m];
+        if (f >= fresh.size()) {
+          extra_kpis_[f - fresh.size()][t] = results[m].kpis;
+          continue;
+        }
+        kpis[f * traces + t] = results[m].kpis;
+        if (--*runs_left[f] > 0) continue;
+        // The candidate's last run: aggregate it (no other thread touches it now).
+        TuneEvaluation& e = evaluations_[fresh[f]];
+        double sum = 0.0;
+        for (std::size_t u = 0; u < traces; ++u) {
+          const Kpis& k = kpis[f * traces + u];
+          e.kpis.push_back(k);
+          sum += run_objective(k, options_.weights);
+          e.worker_seconds += k.worker_seconds;
+          e.seconds_above_slo += k.seconds_above_slo;
+          e.scale_actions += k.scale_actions;
+        }
+        e.objective = sum / static_cast<double>(traces);
+        finished(&e);
       }
-      e.objective = sum / static_cast<double>(traces);
-      finished(&e);
+    };
+    const auto specs_of = [&](const std::vector<std::size_t>& members) {
+      std::vector<PolicySpec> specs;
+      for (const std::size_t f : members) {
+        specs.push_back(PolicySpec{space_.policy, params_of(f), "candidate"});
+      }
+      return specs;
+    };
+    const auto threads = static_cast<std::size_t>(threads_);
+    if (runs.size() >= threads) {
+      // At least a run a thread: the runs of a trace go to simulate_all() together (at most
+      // kMaxGroupRuns a thread per call), which spreads them over the threads itself and lets
+      // them share their arrival counts and, while their pools are equal, one model.
+      const std::size_t chunk = kMaxGroupRuns * threads;
+      for (std::size_t t = 0; t < traces; ++t) {
+        for (std::size_t from = 0; from < runs.size(); from += chunk) {
+          const std::vector<std::size_t> members(
+              runs.begin() + static_cast<std::ptrdiff_t>(from),
+              runs.begin() + static_cast<std::ptrdiff_t>(std::min(from + chunk, runs.size())));
+          collect(t, members,
+                  simulate_all(train_[t], specs_of(members), guards_, config_,
+                               static_cast<int>(std::min(threads, members.size()))));
+        }
+      }
+      return;
+    }
+    // Fewer runs than threads: a run a job, the traces side by side.
+    parallel_for(traces * runs.size(), threads_, [&](std::size_t job) {
+      const std::size_t t = job / runs.size();
+      const std::vector<std::size_t> member = {runs[job % runs.size()]};
+      collect(t, member, simulate_all(train_[t], specs_of(member), guards_, config_, 1));
     });
   }
 
@@ -136,6 +189,8 @@ class Evaluator {
   const std::size_t budget_;
   std::vector<TuneEvaluation> evaluations_;
   std::map<std::vector<double>, std::size_t> index_;
+  bool extras_done_ = false;  // TuneOptions::extra_params go with the first round
+  std::vector<std::vector<Kpis>> extra_kpis_;
   std::mutex progress_mutex_;  // guards progress_ and serializes the progress callback
   TuneProgress progress_;
 };
@@ -200,6 +255,18 @@ std::vector<std::vector<double>> grid_points(const TuneSpace& space, int budget)
   return distinct;
 }
 
+// A SetEvaluation's objective (the mean) and sums over its runs, in run order.
+void aggregate(SetEvaluation& set, const ObjectiveWeights& weights) {
+  double sum = 0.0;
+  for (const RunResult& r : set.runs) {
+    sum += run_objective(r.kpis, weights);
+    set.worker_seconds += r.kpis.worker_seconds;
+    set.seconds_above_slo += r.kpis.seconds_above_slo;
+    set.scale_actions += r.kpis.scale_actions;
+  }
+  set.objective = sum / static_cast<double>(set.runs.size());
+}
+
 std::vector<double> random_point(Rng& rng, std::size_t d) {
   std::vector<double> u(d);
   for (double& x : u) x = rng.uniform();
@@ -219,6 +286,7 @@ TuneResult tune(const TuneSpace& space, const std::vector<Trace>& train, const G
   if (options.starts < 1) throw std::invalid_argument("starts must be >= 1");
   if (train.empty()) throw std::invalid_argument("tune: no train traces");
   if (space.params.empty()) throw std::invalid_argument("tune: the space has no parameters");
+  for (const nlohmann::json& p : options.extra_params) make_policy(space.policy, p, "params");
 
   SimConfig run_config = config;
   run_config.record_series = false;
@@ -243,6 +311,7 @@ TuneResult tune(const TuneSpace& space, const std::vector<Trace>& train, const G
     result.proposals = static_cast<int>(points.size());
     result.rounds = 1;
     result.evaluations = std::move(evaluator.evaluations());
+    result.extra_kpis = std::move(evaluator.extra_kpis());
   } else if (options.strategy == "random") {
     Evaluator evaluator(space, train, guards, run_config, options, options.budget);
     while (evaluator.budget_left() && result.proposals < max_proposals) {
@@ -257,6 +326,7 @@ TuneResult tune(const TuneSpace& space, const std::vector<Trace>& train, const G
       evaluator.evaluate(batch);
     }
     result.evaluations = std::move(evaluator.evaluations());
+    result.extra_kpis = std::move(evaluator.extra_kpis());
   } else {  // nelder-mead
     Evaluator evaluator(space, train, guards, run_config, options, options.budget);
     const nlohmann::json baseline =
@@ -299,6 +369,7 @@ TuneResult tune(const TuneSpace& space, const std::vector<Trace>& train, const G
       if (std::none_of(active.begin(), active.end(), [](bool a) { return a; })) break;
     }
     result.evaluations = std::move(evaluator.evaluations());
+    result.extra_kpis = std::move(evaluator.extra_kpis());
   }
 
   // Best (first on ties) and the Pareto front of the valid configurations.
@@ -356,17 +427,23 @@ std::vector<SetEvaluation> evaluate_on(const std::string& policy,
                                traces[i].source, guards, config);
   });
   if (traces.empty()) return sets;
-  for (SetEvaluation& set : sets) {
-    double sum = 0.0;
-    for (const RunResult& r : set.runs) {
-      sum += run_objective(r.kpis, weights);
-      set.worker_seconds += r.kpis.worker_seconds;
-      set.seconds_above_slo += r.kpis.seconds_above_slo;
-      set.scale_actions += r.kpis.scale_actions;
-    }
-    set.objective = sum / static_cast<double>(set.runs.size());
-  }
+  for (SetEvaluation& set : sets) aggregate(set, weights);
   return sets;
+}
+
+SetEvaluation set_evaluation(const std::vector<Kpis>& kpis, const std::vector<Trace>& traces,
+                             const ObjectiveWeights& weights) {
+  if (kpis.size() != traces.size()) {
+    throw std::invalid_argument("set_evaluation: one Kpis per trace");
+  }
+  SetEvaluation set;
+  set.runs.resize(traces.size());
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    set.runs[i].label = traces[i].source;
+    set.runs[i].kpis = kpis[i];
+  }
+  if (!traces.empty()) aggregate(set, weights);
+  return set;
 }
 
 nlohmann::json to_json(const TuneResult& result, const TuneSpace& space,

@@ -43,9 +43,12 @@
 //                search that converges restarts at a new random point while budget remains.
 // `budget` counts distinct configurations simulated (a repeat, e.g. after integer rounding, is
 // answered from a cache). Every configuration is simulated on every train trace with the same
-// SimConfig (same seed: the same arrivals for all candidates). The (configuration, trace) runs
-// of a round go to a pool of std::threads; the proposals of a round never depend on the order
-// in which runs finish, so the result depends only on the inputs and the seed, not on threads.
+// SimConfig (same seed: the same arrivals for all candidates). With at least a run a thread, the
+// runs of a round on one trace go to simulate_all() together (up to 8 a thread per call), which
+// spreads them over the threads: they draw their arrival counts once, and while their pools are
+// equal they take one model's samples (simulation.h). With fewer, each run is a job of its own
+// and the traces run side by side. The proposals of a round never depend on the order in which
+// runs finish, so the result depends only on the inputs and the seed, not on threads.
 //
 // Thread-safety: every free function and TuneSpace member is pure and may be called from any
 // thread. tune() runs its simulations on TuneOptions::threads threads of its own and returns
@@ -211,6 +214,12 @@ struct TuneOptions {
   // Called as configurations finish (from the simulation threads or the caller's, never two at
   // once). May be empty.
   std::function<void(const TuneProgress&)> progress;
+  // Params of the policy simulated on every train trace beside the first round's
+  // configurations (the report's baseline), outside the search and the budget: they join that
+  // round's groups of runs (see the header comment) instead of taking a round of their own
+  // afterwards. Each must be valid (ConfigError otherwise). TuneResult::extra_kpis holds their
+  // KPIs, the same as evaluate_on() gives with the same SimConfig.
+  std::vector<nlohmann::json> extra_params;
 };
 
 // One distinct configuration and how it did on the train traces.
@@ -234,6 +243,7 @@ struct TuneResult {
   std::vector<std::size_t> pareto_front;    // worker_seconds vs seconds_above_slo, see above
   int proposals = 0;                        // candidates proposed, repeats included
   int rounds = 0;                           // parallel rounds run
+  std::vector<std::vector<Kpis>> extra_kpis;  // per TuneOptions::extra_params, per train trace
 
   const TuneEvaluation& best_evaluation() const { return evaluations.at(best); }
 };
@@ -253,6 +263,11 @@ struct SetEvaluation {
   double seconds_above_slo = 0.0;
   int scale_actions = 0;
 };
+
+// The SetEvaluation of runs already simulated: one run per trace (labelled with its source,
+// only `label` and `kpis` set) and the aggregates, computed as evaluate_on() computes them.
+SetEvaluation set_evaluation(const std::vector<Kpis>& kpis, const std::vector<Trace>& traces,
+                             const ObjectiveWeights& weights);
 
 // Simulates `params` of `policy` on every trace (in `threads` threads; 0 = all cores). Runs
 // keep their series when config.record_series. Throws ConfigError for bad params.

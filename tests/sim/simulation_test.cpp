@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "policies/config_reader.h"
@@ -187,6 +188,81 @@ TEST(Determinism, FollowedModelsDoNotChangeResults) {
         EXPECT_EQ(alone[1].kpis.scale_actions > 0, late_burst);  // pid: followed to the end?
       }
     }
+  }
+}
+
+TEST(Determinism, FollowersLeavingLateTakeTheLeadersModel) {
+  // Runs of one policy with different parameters (as `lagpilot tune` groups them) hold their
+  // pools alike through a long quiet start, then part at a burst: some leave because the
+  // leader resizes (they take its model as it was before that resize), the others because
+  // their own resize differs (they take the leader's model as it stands). Either way the result
+  // must be the run's own, every KPI and every series point. Both orders of leader: the
+  // aggressive pid (kp 0.02) scales up before the sluggish ones, and after them.
+  Trace trace = constant_trace(60.0, 7000.0);
+  for (std::size_t i = 5000; i < 5200; ++i) trace.rates[i] = 900.0;
+  const std::vector<std::string> params = {"kp=0.0005,setpoint=4000", "kp=0.002",
+                                           "kp=0.02,setpoint=500", "kp=0.001,ki=0.00005"};
+  for (const std::string fidelity : {"message", "batch"}) {
+    SimConfig config;
+    config.fidelity = fidelity;
+    config.record_series = true;
+    for (const bool aggressive_first : {false, true}) {
+      std::vector<PolicySpec> specs;
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const std::string& p = params[aggressive_first ? (i + 2) % params.size() : i];
+        specs.push_back(parse_policy_spec("pid:" + p));
+      }
+      std::vector<RunResult> alone;
+      for (const PolicySpec& spec : specs) alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+      SCOPED_TRACE(fidelity + (aggressive_first ? " aggressive first" : " sluggish first"));
+      // The pools part only at the burst (so the runs follow for 5000 ticks), and they part.
+      std::set<int> workers_after_burst;
+      for (const RunResult& r : alone) {
+        ASSERT_GT(r.kpis.scale_actions, 0);
+        for (const SeriesPoint& p : r.series) {
+          if (p.t > 5000.0) break;
+          ASSERT_EQ(p.workers, config.initial_workers) << "at " << p.t;
+        }
+        workers_after_burst.insert(r.series.at(5100).workers);
+      }
+      EXPECT_GT(workers_after_burst.size(), 1u) << "the runs part at the burst";
+      const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, 1);
+      EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(),
+                to_json(alone, config, TraceInfo::of(trace)).dump());
+      std::ostringstream a, b;
+      write_series_csv(a, grouped);
+      write_series_csv(b, alone);
+      EXPECT_EQ(a.str(), b.str());
+    }
+  }
+}
+
+TEST(Determinism, FollowersOfALeaderThatShrinksTakeItsModelBeforeTheResize) {
+  // The leader (static:6) shrinks a pool of 8 idle workers at its first tick (nothing arrives in
+  // the first second); its followers keep 8. They must go on from the leader's model as it was
+  // before the resize: from the shrunk one, growing back would start two warming workers instead
+  // of keeping two productive ones, and the backlog of the next seconds, at a load that needs all
+  // 8, would differ.
+  SimConfig config;
+  config.initial_workers = 8;
+  config.record_series = true;
+  Trace trace = constant_trace(0.97 * config.model.capacity(8), 120.0);
+  trace.rates[0] = 0.0;
+  const std::vector<PolicySpec> specs = {parse_policy_spec("static:6"), parse_policy_spec("static:8"),
+                                         parse_policy_spec("pid")};
+  for (const std::string fidelity : {"message", "batch"}) {
+    config.fidelity = fidelity;
+    std::vector<RunResult> alone;
+    for (const PolicySpec& spec : specs) alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+    ASSERT_EQ(alone[1].series.at(10).workers, 8) << fidelity;
+    const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, 1);
+    EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(),
+              to_json(alone, config, TraceInfo::of(trace)).dump())
+        << fidelity;
+    std::ostringstream a, b;
+    write_series_csv(a, grouped);
+    write_series_csv(b, alone);
+    EXPECT_EQ(a.str(), b.str()) << fidelity;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "policies/config_reader.h"
 #include "policies/policy_factory.h"
 #include "sim/random.h"
+#include "sim/report.h"
 #include "sim_test_util.h"
 
 namespace lagpilot::sim {
@@ -515,6 +516,76 @@ TEST(Tune, DeterministicForASeedAndIndependentOfThreads) {
       EXPECT_DOUBLE_EQ(e.worker_seconds, e.kpis[0].worker_seconds + e.kpis[1].worker_seconds);
     }
   }
+}
+
+TEST(Tune, GroupedRunsAndExtraParamsGiveEachRunsOwnKpis) {
+  // tune() deals a round's runs of a trace into groups that share arrival counts and, while
+  // their pools are equal, one model (simulate_all). A quiet start keeps every pid
+  // configuration at the initial pool for 3000 ticks, then a burst parts them (the followers
+  // leave late). Each configuration's KPIs, and the extra params' (the report's baseline), must
+  // be what simulate() gives alone, whatever the threads.
+  Trace trace = testing::constant_trace(60.0, 4500.0);
+  trace.source = "quiet-then-burst";
+  for (std::size_t i = 3000; i < 3200; ++i) trace.rates[i] = 900.0;
+  const std::vector<Trace> train = {trace, bursty_trace()};
+  const TuneSpace space = TuneSpace::default_for("pid", GuardConfig{});
+  const json baseline = default_params("pid");
+  std::string first_json;
+  for (const int threads : {1, 2, 3, 8}) {
+    TuneOptions o = options("random", 7, threads);
+    o.extra_params = {baseline};
+    const TuneResult r = tune(space, train, GuardConfig{}, fast_config(), o);
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    ASSERT_EQ(r.evaluations.size(), 7u);
+    ASSERT_EQ(r.extra_kpis.size(), 1u);
+    std::set<int> actions;
+    for (const TuneEvaluation& e : r.evaluations) {
+      ASSERT_TRUE(e.error.empty()) << e.error;
+      const SetEvaluation alone =
+          evaluate_on("pid", e.params, train, GuardConfig{}, fast_config(), ObjectiveWeights{}, 1);
+      ASSERT_EQ(e.kpis.size(), 2u);
+      for (std::size_t t = 0; t < train.size(); ++t) {
+        EXPECT_EQ(kpis_to_json(e.kpis[t]).dump(), kpis_to_json(alone.runs[t].kpis).dump())
+            << e.params.dump() << " on " << train[t].source;
+      }
+      EXPECT_EQ(e.objective, alone.objective);
+      actions.insert(e.kpis[0].scale_actions);
+    }
+    EXPECT_GT(actions.size(), 1u) << "the configurations part at the burst";
+    const SetEvaluation base =
+        evaluate_on("pid", baseline, train, GuardConfig{}, fast_config(), ObjectiveWeights{}, 1);
+    const SetEvaluation from_search =
+        set_evaluation(r.extra_kpis[0], train, ObjectiveWeights{});
+    for (std::size_t t = 0; t < train.size(); ++t) {
+      EXPECT_EQ(kpis_to_json(r.extra_kpis[0][t]).dump(), kpis_to_json(base.runs[t].kpis).dump());
+      EXPECT_EQ(from_search.runs[t].label, base.runs[t].label);
+    }
+    EXPECT_EQ(from_search.objective, base.objective);
+    EXPECT_EQ(from_search.worker_seconds, base.worker_seconds);
+    EXPECT_EQ(from_search.seconds_above_slo, base.seconds_above_slo);
+    EXPECT_EQ(from_search.scale_actions, base.scale_actions);
+    // Extra params change nothing in the search itself.
+    const std::string j = to_json(r, space, ObjectiveWeights{}).dump();
+    if (first_json.empty()) first_json = j;
+    EXPECT_EQ(j, first_json);
+    EXPECT_EQ(j, to_json(tune(space, train, GuardConfig{}, fast_config(),
+                              options("random", 7, threads)),
+                         space, ObjectiveWeights{})
+                     .dump());
+  }
+  // Over several rounds (nelder-mead) the extras' KPIs are the first round's, kept to the end.
+  TuneOptions nm = options("nelder-mead", 12, 2);
+  nm.extra_params = {baseline};
+  const TuneResult rounds = tune(space, train, GuardConfig{}, fast_config(), nm);
+  ASSERT_GE(rounds.rounds, 2);
+  ASSERT_EQ(rounds.extra_kpis.size(), 1u);
+  ASSERT_EQ(rounds.extra_kpis[0].size(), 2u);
+  const SetEvaluation base =
+      evaluate_on("pid", baseline, train, GuardConfig{}, fast_config(), ObjectiveWeights{}, 1);
+  EXPECT_EQ(kpis_to_json(rounds.extra_kpis[0][1]).dump(), kpis_to_json(base.runs[1].kpis).dump());
+  TuneOptions bad = options("random", 3, 2);
+  bad.extra_params = {json{{"kp", -1.0}}};
+  EXPECT_THROW(tune(space, train, GuardConfig{}, fast_config(), bad), ConfigError);
 }
 
 TEST(Tune, BestIsTheLowestObjectiveAndTheFrontIsConsistent) {
