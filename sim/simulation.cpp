@@ -325,8 +325,11 @@ class SimRun {
     }
     const int after = model.pool_size();
     if (!records_.empty()) {  // for the followers' step(i)
-      records_[slot_][static_cast<std::size_t>(i - block_from_)] =
-          LeaderTick{consumer_.last_sample(), consumer_.last_arrived(), after != before};
+      // Field by field: a LeaderTick built aside and copied in stalled on its last bytes.
+      LeaderTick& record = records_[slot_][static_cast<std::size_t>(i - block_from_)];
+      record.sample = consumer_.last_sample();
+      record.arrived = consumer_.last_arrived();
+      record.resized = after != before;
     }
     k.max_workers = std::max(k.max_workers, after);
     if (after != before) {
