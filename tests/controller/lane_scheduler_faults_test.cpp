@@ -16,8 +16,8 @@
 namespace lagpilot {
 namespace {
 
-struct Fixture {
-  explicit Fixture(Ordering ordering, MessageHandler handler) {
+struct FaultFixture {
+  explicit FaultFixture(Ordering ordering, MessageHandler handler) {
     WorkerPoolOptions po;
     po.initial_workers = 2;
     po.max_workers = 2;
@@ -25,7 +25,7 @@ struct Fixture {
     pool = std::make_unique<WorkerPool>(po, clock);
     sched = std::make_shared<LaneScheduler>(*pool, std::move(handler), clock, ordering, 0);
   }
-  ~Fixture() { pool->shutdown(std::numeric_limits<double>::infinity()); }
+  ~FaultFixture() { pool->shutdown(std::numeric_limits<double>::infinity()); }
 
   PartitionPtr add(int32_t partition, int64_t start = 0) {
     std::lock_guard<std::mutex> lock(sched->mu);
@@ -58,7 +58,7 @@ struct Fixture {
 TEST(LaneSchedulerFaults, ExceptionEscapingARunIsRecordedAndLeavesNoRunningLane) {
   std::mutex mu;  // guards handled
   std::vector<int64_t> handled;
-  Fixture f(Ordering::kPartition, [&](const SourceMessage& m) {
+  FaultFixture f(Ordering::kPartition, [&](const SourceMessage& m) {
     std::lock_guard<std::mutex> lock(mu);
     handled.push_back(m.offset);
   });
@@ -92,7 +92,7 @@ TEST(LaneSchedulerFaults, ExceptionEscapingARunIsRecordedAndLeavesNoRunningLane)
 }
 
 TEST(LaneSchedulerFaults, OffsetsBelowTheNextOneAreReportedAsOneBackwardGap) {
-  Fixture f(Ordering::kUnordered, [](const SourceMessage&) {});
+  FaultFixture f(Ordering::kUnordered, [](const SourceMessage&) {});
   f.add(0);
   ASSERT_TRUE(f.dispatch(0, 0, 100).empty());
   f.pool->wait_idle();

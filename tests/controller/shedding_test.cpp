@@ -16,9 +16,9 @@ namespace {
 
 using Transition = ShedGate::Transition;
 
-constexpr int64_t kNow = 1'700'000'000'000;  // unix ms
+constexpr int64_t kShedNow = 1'700'000'000'000;  // unix ms
 
-SourceMessage message(std::string key = "k", int64_t timestamp_ms = kNow,
+SourceMessage message(std::string key = "k", int64_t timestamp_ms = kShedNow,
                       std::vector<std::pair<std::string, std::string>> headers = {}) {
   SourceMessage m;
   m.topic = "events";
@@ -95,34 +95,34 @@ TEST(ShedGate, ReleaseDefaultsToAfterPressure) {
 
 TEST(ShedVerdict, AgeAboveMaxIsShedAndBelowIsNot) {
   const ShedConfig c = parse({{"max_age_seconds", 5}});
-  const auto old = shed_verdict(c, message("k", kNow - 5'001), kNow);
+  const auto old = shed_verdict(c, message("k", kShedNow - 5'001), kShedNow);
   ASSERT_TRUE(old.has_value());
   EXPECT_EQ(old->reason, ShedReason::age);
   EXPECT_NE(old->detail.find("max_age_seconds 5"), std::string::npos) << old->detail;
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow - 4'999), kNow).has_value());
-  EXPECT_FALSE(shed_verdict(c, message("k", -1), kNow).has_value());  // no timestamp
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow - 4'999), kShedNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", -1), kShedNow).has_value());  // no timestamp
 }
 
 TEST(ShedVerdict, PriorityHeaderBelowMinIsShedAtOrAboveIsNot) {
   const ShedConfig c =
       parse({{"priority", {{"header", "prio"}}}, {"min_priority_under_pressure", 5}});
-  const auto low = shed_verdict(c, message("k", kNow, {{"prio", "4"}}), kNow);
+  const auto low = shed_verdict(c, message("k", kShedNow, {{"prio", "4"}}), kShedNow);
   ASSERT_TRUE(low.has_value());
   EXPECT_EQ(low->reason, ShedReason::priority);
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow, {{"prio", "5"}}), kNow).has_value());
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow, {{"prio", "9"}}), kNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow, {{"prio", "5"}}), kShedNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow, {{"prio", "9"}}), kShedNow).has_value());
   // No header, or one that is not an integer, and no default: not shed by priority.
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow), kNow).has_value());
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow, {{"prio", "4x"}}), kNow).has_value());
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow, {{"other", "1"}}), kNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow), kShedNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow, {{"prio", "4x"}}), kShedNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow, {{"other", "1"}}), kShedNow).has_value());
 }
 
 TEST(ShedVerdict, PriorityDefaultAppliesToRecordsWithoutOne) {
   const ShedConfig c = parse(
       {{"priority", {{"header", "prio"}, {"default", 1}}}, {"min_priority_under_pressure", 5}});
-  EXPECT_TRUE(shed_verdict(c, message("k", kNow), kNow).has_value());
-  EXPECT_TRUE(shed_verdict(c, message("k", kNow, {{"prio", "junk"}}), kNow).has_value());
-  EXPECT_FALSE(shed_verdict(c, message("k", kNow, {{"prio", "7"}}), kNow).has_value());
+  EXPECT_TRUE(shed_verdict(c, message("k", kShedNow), kShedNow).has_value());
+  EXPECT_TRUE(shed_verdict(c, message("k", kShedNow, {{"prio", "junk"}}), kShedNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("k", kShedNow, {{"prio", "7"}}), kShedNow).has_value());
 }
 
 TEST(ShedVerdict, KeyPrefixTableLongestMatchWins) {
@@ -131,30 +131,31 @@ TEST(ShedVerdict, KeyPrefixTableLongestMatchWins) {
   EXPECT_EQ(record_priority(c, message("free:u1")), 1);
   EXPECT_EQ(record_priority(c, message("free:vip:u2")), 9);
   EXPECT_EQ(record_priority(c, message("gold:u3")), std::nullopt);
-  const auto shed = shed_verdict(c, message("free:u1"), kNow);
+  const auto shed = shed_verdict(c, message("free:u1"), kShedNow);
   ASSERT_TRUE(shed.has_value());
   EXPECT_EQ(shed->reason, ShedReason::priority);
-  EXPECT_FALSE(shed_verdict(c, message("free:vip:u2"), kNow).has_value());
-  EXPECT_FALSE(shed_verdict(c, message("gold:u3"), kNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("free:vip:u2"), kShedNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, message("gold:u3"), kShedNow).has_value());
   SourceMessage null_key = message("");
   null_key.has_key = false;
-  EXPECT_FALSE(shed_verdict(c, null_key, kNow).has_value());
+  EXPECT_FALSE(shed_verdict(c, null_key, kShedNow).has_value());
 }
 
 TEST(ShedVerdict, AgeComesBeforePriority) {
   const ShedConfig c = parse({{"max_age_seconds", 1},
                               {"priority", {{"key_prefixes", {{"free:", 1}}}}},
                               {"min_priority_under_pressure", 5}});
-  EXPECT_EQ(shed_verdict(c, message("free:a", kNow - 2'000), kNow)->reason, ShedReason::age);
-  EXPECT_EQ(shed_verdict(c, message("free:a", kNow), kNow)->reason, ShedReason::priority);
+  EXPECT_EQ(shed_verdict(c, message("free:a", kShedNow - 2'000), kShedNow)->reason,
+            ShedReason::age);
+  EXPECT_EQ(shed_verdict(c, message("free:a", kShedNow), kShedNow)->reason, ShedReason::priority);
 }
 
 TEST(Shedder, DecidesNothingWhileTheGateIsOff) {
   Shedder s(parse({{"max_age_seconds", 1}, {"after_pressure_seconds", 0}}));
-  const SourceMessage old = message("k", kNow - 10'000);
-  EXPECT_FALSE(s.decide(old, kNow).has_value());
+  const SourceMessage old = message("k", kShedNow - 10'000);
+  EXPECT_FALSE(s.decide(old, kShedNow).has_value());
   s.gate().update(0, true);
-  EXPECT_TRUE(s.decide(old, kNow).has_value());
+  EXPECT_TRUE(s.decide(old, kShedNow).has_value());
 }
 
 TEST(Shedder, CountsAndTheWindowLine) {
@@ -272,8 +273,8 @@ TEST(DeliveryPipelineShedding, ShedsBeforeTheSinkProducesAndCounts) {
         sent.push_back(std::to_string(m.offset) + ":" + shed_reason_name(v.reason));
         return std::string();
       },
-      [] { return kNow; });
-  const SourceMessage old = message("k", kNow - 6'000);
+      [] { return kShedNow; });
+  const SourceMessage old = message("k", kShedNow - 6'000);
   pipeline(old);  // gate off: delivered
   EXPECT_EQ(sink_calls, 1);
   shedder.gate().update(0, true);
@@ -281,7 +282,7 @@ TEST(DeliveryPipelineShedding, ShedsBeforeTheSinkProducesAndCounts) {
   ASSERT_TRUE(shedder.gate().active());
   pipeline(old);  // shed: the first produce fails and is retried
   EXPECT_EQ(sink_calls, 1);
-  pipeline(message("k", kNow - 1'000));  // young: delivered
+  pipeline(message("k", kShedNow - 1'000));  // young: delivered
   EXPECT_EQ(sink_calls, 2);
   EXPECT_EQ(sent, std::vector<std::string>{"42:age"});
   EXPECT_EQ(shedder.stats().shed[static_cast<int>(ShedReason::age)], 1u);

@@ -12,7 +12,7 @@
 namespace lagpilot {
 namespace {
 
-double sample(const std::string& text, const std::string& series) {
+double skipped_sample(const std::string& text, const std::string& series) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -31,9 +31,9 @@ TEST(SkippedMetrics, EachReasonIsASeriesOfOneFamilyAndInTheStatus) {
   r.source.lag_age_seconds = 0.25;
   metrics.record_tick(r, GuardConfig{}, false, 0.001, 1.7e9);
   const std::string text = metrics.render();
-  EXPECT_EQ(sample(text, "lagpilot_records_skipped_total{reason=\"offset_gap\"}"), 3);
-  EXPECT_EQ(sample(text, "lagpilot_records_skipped_total{reason=\"offset_reset\"}"), 300);
-  EXPECT_EQ(sample(text, "lagpilot_records_skipped_total{reason=\"truncation\"}"), 7);
+  EXPECT_EQ(skipped_sample(text, "lagpilot_records_skipped_total{reason=\"offset_gap\"}"), 3);
+  EXPECT_EQ(skipped_sample(text, "lagpilot_records_skipped_total{reason=\"offset_reset\"}"), 300);
+  EXPECT_EQ(skipped_sample(text, "lagpilot_records_skipped_total{reason=\"truncation\"}"), 7);
   const nlohmann::json status = metrics.last_tick_status();
   EXPECT_EQ(status["counters"]["skipped_gap"], 3);
   EXPECT_EQ(status["counters"]["skipped_reset"], 300);

@@ -16,14 +16,14 @@ using testing::kBinary;
 using testing::run_command;
 using testing::shell_quote;
 
-const testing::ScratchDir kScratch("lagpilot-calibrate-it");
+const testing::ScratchDir kCalibrateCliScratch("lagpilot-calibrate-it");
 
 nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(testing::slurp(path));
 }
 
 TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
-  const std::string config = kScratch.path("calibrated.json");
+  const std::string config = kCalibrateCliScratch.path("calibrated.json");
   const auto r = run_command(kBinary + " calibrate --max-workers 4 --dwell 1s --warmup 0.5s" +
                              " --write-config " + shell_quote(config));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -70,7 +70,7 @@ TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
   EXPECT_EQ(effective["calibration"]["steps"].size(), 3u);
 
   // `sim` accepts it: the model policy (seeded) and the calibrated consumer model.
-  const std::string trace = kScratch.path("steady.csv");
+  const std::string trace = kCalibrateCliScratch.path("steady.csv");
   {
     std::ofstream out(trace);
     out << "timestamp,value\n";
@@ -83,7 +83,7 @@ TEST(CalibrateCli, PrintsTheTableAndWritesALoadableConfig) {
 }
 
 TEST(CalibrateCli, JsonOutputHasEveryStep) {
-  const std::string out = kScratch.path("calibration.json");
+  const std::string out = kCalibrateCliScratch.path("calibration.json");
   // Only stdout goes to the file (the parentheses keep run_command's 2>&1 outside).
   const auto r = run_command("(" + kBinary + " calibrate --steps 1,3 --dwell 1s --warmup 0.5s" +
                              " --json > " + shell_quote(out) + ")");

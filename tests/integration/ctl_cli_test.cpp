@@ -30,7 +30,7 @@ using testing::free_loopback_port;
 using testing::kBinary;
 constexpr const char* kToken = "ctl-test-token";
 
-const testing::ScratchDir kScratch("lagpilot-ctl-it");
+const testing::ScratchDir kCtlCliScratch("lagpilot-ctl-it");
 
 // The JSON object in a command's output (stdout and stderr are captured together).
 nlohmann::json parse_output(const CommandResult& r) {
@@ -50,16 +50,16 @@ class CtlCli : public ::testing::Test {
     port_ = free_loopback_port();
     ASSERT_GT(port_, 0);
     url_ = "http://127.0.0.1:" + std::to_string(port_);
-    token_file_ = kScratch.write("token", std::string(kToken) + "\n");
-    wrong_token_file_ = kScratch.write("wrong-token", "not-the-token\n");
+    token_file_ = kCtlCliScratch.write("token", std::string(kToken) + "\n");
+    wrong_token_file_ = kCtlCliScratch.write("wrong-token", "not-the-token\n");
     run_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{kBinary, "run", "--embedded-broker", "--listen",
                                  "127.0.0.1:" + std::to_string(port_), "--api-token-file",
                                  token_file_, "--log-format", "json"},
-        kScratch.path("run.log"));
+        kCtlCliScratch.path("run.log"));
     // The API is up once the first status line is out; then keep draining stdout.
     const std::string first = run_->read_line();
-    ASSERT_FALSE(first.empty()) << "lagpilot run exited; see " << kScratch.path("run.log");
+    ASSERT_FALSE(first.empty()) << "lagpilot run exited; see " << kCtlCliScratch.path("run.log");
     drain_ = std::thread([] {
       while (!run_->read_line().empty()) {
       }
@@ -85,7 +85,8 @@ class CtlCli : public ::testing::Test {
     const int code = run_->wait();
     if (drain_.joinable()) drain_.join();
     run_.reset();
-    EXPECT_EQ(code, 0) << "lagpilot run did not stop cleanly; see " << kScratch.path("run.log");
+    EXPECT_EQ(code, 0) << "lagpilot run did not stop cleanly; see "
+                       << kCtlCliScratch.path("run.log");
   }
 
   // `lagpilot ctl ARGS --url URL` with $LAGPILOT_API_TOKEN removed (other tests in this process
@@ -281,7 +282,7 @@ TEST_F(CtlCli, BoundsAndPolicyFromAFileOrAConfig) {
   EXPECT_TRUE(contains(r.output, "field: min")) << r.output;
 
   const std::string bare =
-      kScratch.write("static.json", R"({"name": "static", "params": {"workers": 6}})");
+      kCtlCliScratch.write("static.json", R"({"name": "static", "params": {"workers": 6}})");
   const double before = status()["time"].get<double>();
   r = ctl_authorized("policy " + shell_quote(bare));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -296,7 +297,7 @@ TEST_F(CtlCli, BoundsAndPolicyFromAFileOrAConfig) {
   EXPECT_LE(swapped["time"].get<double>(), s["time"].get<double>());
 
   // A full config file: its "policy" object; a bad parameter is named in the file.
-  const std::string config = kScratch.write(
+  const std::string config = kCtlCliScratch.write(
       "config.json",
       R"({"policy": {"name": "pid", "params": {"kp": -1}}, "guards": {"min_workers": 4}})");
   r = ctl_authorized("policy " + shell_quote(config));
@@ -306,21 +307,22 @@ TEST_F(CtlCli, BoundsAndPolicyFromAFileOrAConfig) {
   EXPECT_EQ(status()["policy"]["name"], "static");  // unchanged
 
   const std::string good_config =
-      kScratch.write("good-config.json", R"({"policy": {"name": "pid"}, "guards": {}})");
+      kCtlCliScratch.write("good-config.json", R"({"policy": {"name": "pid"}, "guards": {}})");
   r = ctl_authorized("policy " + shell_quote(good_config));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(status()["policy"]["name"], "pid");
 
   // A JSON syntax error is ours: exit 2 naming file:line:column; nothing is sent.
-  const std::string broken = kScratch.write("broken.json", "{\n  \"name\": \"static\",,\n}\n");
+  const std::string broken =
+      kCtlCliScratch.write("broken.json", "{\n  \"name\": \"static\",,\n}\n");
   r = ctl_authorized("policy " + shell_quote(broken));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, broken + ":2:")) << r.output;
-  const std::string nameless = kScratch.write("nameless.json", R"({"params": {}})");
+  const std::string nameless = kCtlCliScratch.write("nameless.json", R"({"params": {}})");
   r = ctl_authorized("policy " + shell_quote(nameless));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "name: missing")) << r.output;
-  r = ctl_authorized("policy " + shell_quote(kScratch.path("no-such-file.json")));
+  r = ctl_authorized("policy " + shell_quote(kCtlCliScratch.path("no-such-file.json")));
   EXPECT_EQ(r.exit_code, 2) << r.output;
 
   r = ctl_authorized("bounds 4 16");

@@ -24,7 +24,7 @@ using testing::run_command;
 using testing::shell_quote;
 using testing::slurp;
 
-const testing::ScratchDir kScratch("lagpilot-first-run");
+const testing::ScratchDir kFirstRunCliScratch("lagpilot-first-run");
 
 // The first `rows` rows of a bundled trace (after its header), so that the long traces simulate
 // in a second or two.
@@ -33,7 +33,7 @@ std::string cut_trace(const std::string& name, int rows) {
   std::ostringstream out;
   std::string line;
   for (int i = 0; i <= rows && std::getline(in, line); ++i) out << line << "\n";
-  return kScratch.write("cut-" + name, out.str());
+  return kFirstRunCliScratch.write("cut-" + name, out.str());
 }
 
 std::string first_line(const std::string& text) {
@@ -79,7 +79,7 @@ TEST(FirstRunCli, EveryBundledTraceGivesRowsThatDiffer) {
   const auto names = arrival_traces();
   ASSERT_GE(names.size(), 5u);
   for (const std::string& name : names) {
-    const std::string json = kScratch.path(name + ".json");
+    const std::string json = kFirstRunCliScratch.path(name + ".json");
     auto r = run_command(stdout_only(
         kBinary + " sim --trace " + shell_quote(cut_trace(name, kCutRows)) +
         " --policy pid,threshold,hpa,static:16 --fidelity batch" + " --json " + shell_quote(json)));
@@ -94,7 +94,7 @@ TEST(FirstRunCli, EveryBundledTraceGivesRowsThatDiffer) {
     }
   }
   // The lag recording, with its companion and the per-worker rate of the recorded consumer.
-  const std::string json = kScratch.path("lag.json");
+  const std::string json = kFirstRunCliScratch.path("lag.json");
   auto r = run_command(stdout_only(
       kBinary + " sim --trace " + cut_trace("espa_q1_cosine_HPA50_lag.csv", kCutRows) +
       " --companion " + cut_trace("espa_q1_cosine_HPA50_taskmanager.csv", kCutRows) +
@@ -105,7 +105,7 @@ TEST(FirstRunCli, EveryBundledTraceGivesRowsThatDiffer) {
 
 TEST(FirstRunCli, PeakLoadZeroKeepsAbsoluteRatesAndSaysNothing) {
   const std::string cut = cut_trace("nab_Twitter_volume_AAPL.csv", kCutRows);
-  const std::string json = kScratch.path("absolute.json");
+  const std::string json = kFirstRunCliScratch.path("absolute.json");
   auto r = run_command(kBinary + " sim --trace " + shell_quote(cut) +
                        " --peak-load 0 --policy pid,hpa --json " + shell_quote(json));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -123,7 +123,7 @@ TEST(FirstRunCli, PeakLoadZeroKeepsAbsoluteRatesAndSaysNothing) {
 TEST(FirstRunCli, ReconstructedLagReplaysOnAConsumerOfTheSamePerWorkerRate) {
   const std::string lag = cut_trace("espa_q1_cosine_HPA50_lag.csv", kCutRows);
   const std::string companion = cut_trace("espa_q1_cosine_HPA50_taskmanager.csv", kCutRows);
-  const std::string json = kScratch.path("reconstructed.json");
+  const std::string json = kFirstRunCliScratch.path("reconstructed.json");
   auto r = run_command(kBinary + " sim --trace " + lag + " --companion " + companion +
                        " --per-worker-rate 20000 --peak-load 0 --policy pid,hpa --fidelity batch" +
                        " --json " + json);
@@ -138,8 +138,8 @@ TEST(FirstRunCli, ReconstructedLagReplaysOnAConsumerOfTheSamePerWorkerRate) {
   }
 
   // A config whose consumer has another rate is refused, naming both rates and the file.
-  const std::string config =
-      kScratch.write("slow-model.json", R"({"sim": {"model": {"service_mean_seconds": 0.01}}})");
+  const std::string config = kFirstRunCliScratch.write(
+      "slow-model.json", R"({"sim": {"model": {"service_mean_seconds": 0.01}}})");
   r = run_command(kBinary + " sim --config " + config + " --trace " + lag + " --companion " +
                   companion + " --per-worker-rate 20000 --policy pid");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -147,8 +147,8 @@ TEST(FirstRunCli, ReconstructedLagReplaysOnAConsumerOfTheSamePerWorkerRate) {
   EXPECT_NE(r.output.find("100 msg/s per worker"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("slow-model.json"), std::string::npos) << r.output;
   // The same rate in the config is fine.
-  const std::string same =
-      kScratch.write("same-model.json", R"({"sim": {"model": {"service_mean_seconds": 5e-5}}})");
+  const std::string same = kFirstRunCliScratch.write(
+      "same-model.json", R"({"sim": {"model": {"service_mean_seconds": 5e-5}}})");
   r = run_command(kBinary + " sim --config " + same + " --trace " + lag + " --companion " +
                   companion + " --per-worker-rate 20000 --policy pid");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -181,7 +181,7 @@ std::string saturating_trace() {
   std::ostringstream csv;
   csv << "timestamp,value\n";
   for (int i = 0; i < 300; ++i) csv << 1600000000 + i << ",3000\n";
-  return kScratch.write("saturating.csv", csv.str());
+  return kFirstRunCliScratch.write("saturating.csv", csv.str());
 }
 
 TEST(FirstRunCli, TuneOnATraceThatSaturatesEveryConfigurationSaysSoInsteadOfAFront) {
@@ -194,7 +194,7 @@ TEST(FirstRunCli, TuneOnATraceThatSaturatesEveryConfigurationSaysSoInsteadOfAFro
   EXPECT_NE(r.output.find("--peak-load 1.2"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Pareto front ("), std::string::npos) << r.output;
   // The HTML report says the same in place of the front's chart and table.
-  const std::string html = kScratch.path("flat-tune.html");
+  const std::string html = kFirstRunCliScratch.path("flat-tune.html");
   r = run_command(stdout_only(kBinary + " tune --policy pid --train " + trace +
                               " --peak-load 0 --fidelity batch --budget 6 --html " + html));
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -31,7 +31,7 @@ using testing::kBinary;
 using testing::run_command;
 using testing::start_broker;
 
-const testing::ScratchDir kScratch("lagpilot-fleet");
+const testing::ScratchDir kFleetCliScratch("lagpilot-fleet");
 
 // One `lagpilot run` member with JSON status lines, read on a thread of its own (the pipe must
 // be drained); the last line is kept.
@@ -39,7 +39,8 @@ class Member {
  public:
   Member(const std::string& name, const std::string& bootstrap, const std::string& config,
          std::vector<std::string> extra = {})
-      : log_(kScratch.path(name + ".log")), ledger_(kScratch.path(name + "-ledger.txt")) {
+      : log_(kFleetCliScratch.path(name + ".log")),
+        ledger_(kFleetCliScratch.path(name + "-ledger.txt")) {
     std::filesystem::remove(log_);
     std::filesystem::remove(ledger_);
     std::vector<std::string> argv = {kBinary,        "run",     "--config", config,
@@ -112,7 +113,7 @@ std::string http_get(int port, const std::string& path) {
 // The group's committed offset per partition, read by a client nobody here wrote.
 std::map<int, int64_t> group_committed(const std::string& bootstrap, const std::string& group,
                                        const std::string& topic, int partitions) {
-  const std::string script = kScratch.write("committed.py", R"(import sys
+  const std::string script = kFleetCliScratch.write("committed.py", R"(import sys
 from confluent_kafka import Consumer, TopicPartition
 c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2]})
 for tp in c.committed([TopicPartition(sys.argv[3], p) for p in range(int(sys.argv[4]))], timeout=10):
@@ -120,8 +121,8 @@ for tp in c.committed([TopicPartition(sys.argv[3], p) for p in range(int(sys.arg
 c.close()
 )");
   // Debian's python3 (python3-confluent-kafka is a Debian package), not one earlier on PATH.
-  const auto r = run_command("/usr/bin/python3 " + script + " " + bootstrap + " " + group + " " + topic +
-                             " " + std::to_string(partitions));
+  const auto r = run_command("/usr/bin/python3 " + script + " " + bootstrap + " " + group + " " +
+                             topic + " " + std::to_string(partitions));
   if (r.exit_code != 0) throw std::runtime_error("committed.py failed: " + r.output);
   std::map<int, int64_t> out;
   std::istringstream in(r.output);
@@ -150,14 +151,14 @@ TEST(FleetCli, MembersComeAndGoWithNothingLostAndDuplicatesBounded) {
   ChildProcess broker(
       {kBinary, "broker", "--topic", "events", "--partitions", std::to_string(kPartitions)});
   const std::string bootstrap = start_broker(broker);
-  const std::string config = kScratch.write(
+  const std::string config = kFleetCliScratch.write(
       "fleet.json", R"({"broker": "external", "handler": {"service_mean_seconds": 0.001},
                         "kafka": {"group_id": "fleet", "commit_interval_seconds": 0.5,
                                   "properties": {"session.timeout.ms": "6000",
                                                  "heartbeat.interval.ms": "500"
                                                  )" +
-                          std::string(std::getenv("FLEET_DEBUG") ? R"(, "debug": "cgrp")" : "") +
-                          R"(}}})");
+                        std::string(std::getenv("FLEET_DEBUG") ? R"(, "debug": "cgrp")" : "") +
+                        R"(}}})");
   auto a = std::make_unique<Member>("a", bootstrap, config);
   ASSERT_TRUE(wait_for([&] { return a->active(); }, 30)) << a->log_text();
   ChildProcess producer({kBinary, "produce", "--bootstrap", bootstrap, "--topic", "events",
@@ -246,7 +247,7 @@ TEST(FleetCli, MembersAgreeOnRecommendedReplicas) {
   // 20 ms per message, at most 4 workers per member: 200 messages/s per member, so the backlog
   // lasts long enough to be measured. Needed: 40,000 / 60 s / 50 per worker = 13 workers, 4
   // members of 4 (each member's own half would say 2).
-  const std::string config = kScratch.write("agree.json", R"({"broker": "external",
+  const std::string config = kFleetCliScratch.write("agree.json", R"({"broker": "external",
                         "handler": {"service_mean_seconds": 0.02, "service_cv": 0.1},
                         "guards": {"min_workers": 4, "max_workers": 4},
                         "kafka": {"group_id": "agree", "commit_interval_seconds": 0.5,

@@ -18,7 +18,7 @@ using testing::run_command;
 using testing::shell_quote;
 using testing::slurp;
 
-const testing::ScratchDir kScratch("lagpilot-lag-slo");
+const testing::ScratchDir kLagSloCliScratch("lagpilot-lag-slo");
 
 // 720 one-second bins: 200/s, a 2-minute burst of 800/s (about twice what 4 workers of the
 // default consumer model drain), then 100/s while the backlog drains. Under static:4 the lag
@@ -30,13 +30,13 @@ std::string burst_trace() {
     const int rate = t < 300 ? 200 : t < 420 ? 800 : 100;
     csv << 1'600'000'000 + t << "," << rate << "\n";
   }
-  return kScratch.write("burst.csv", csv.str());
+  return kLagSloCliScratch.write("burst.csv", csv.str());
 }
 
 // `lagpilot sim` of the burst under static:4 with `args`; its JSON report.
 nlohmann::json sim_report(const std::string& name, const std::string& args) {
   static const std::string trace = burst_trace();
-  const std::string out = kScratch.path(name + ".json");
+  const std::string out = kLagSloCliScratch.path(name + ".json");
   const auto r = run_command(kBinary + " sim --trace " + shell_quote(trace) +
                              " --policy static:4 --seed 3 --json " + shell_quote(out) + " " + args);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -44,7 +44,8 @@ nlohmann::json sim_report(const std::string& name, const std::string& args) {
 }
 
 std::string config_with_slo(const std::string& name, const std::string& slo) {
-  return kScratch.write(name, R"({"lag_slo": )" + slo + R"(, "sim": {"tick_seconds": 1}})");
+  return kLagSloCliScratch.write(name,
+                                 R"({"lag_slo": )" + slo + R"(, "sim": {"tick_seconds": 1}})");
 }
 
 // The JSON object in `output` (the command's stdout and stderr together; logs go around it).
@@ -94,8 +95,8 @@ TEST(LagSloCli, SimScoresAgainstTheTopLevelLagSlo) {
 }
 
 TEST(LagSloCli, OldSimLagSloIsRefusedNamingItsNewPlace) {
-  const std::string old =
-      kScratch.write("old.cfg", R"({"policy": {"name": "pid"}, "sim": {"lag_slo": 5000}})");
+  const std::string old = kLagSloCliScratch.write(
+      "old.cfg", R"({"policy": {"name": "pid"}, "sim": {"lag_slo": 5000}})");
   const std::string sim = kBinary + " sim --trace " + shell_quote(burst_trace()) +
                           " --policy static:4 --config " + shell_quote(old);
   const std::string tune = kBinary + " tune --policy static --budget 1 --train " +
@@ -124,7 +125,7 @@ TEST(LagSloCli, PrintConfigHasOneLagSlo) {
 }
 
 TEST(LagSloCli, TuneWritesTheSloItUsedAtTheTopLevel) {
-  const std::string written = kScratch.path("tuned.json");
+  const std::string written = kLagSloCliScratch.path("tuned.json");
   const auto r = run_command(kBinary + " tune --policy static --budget 2 --seed 1 --train " +
                              shell_quote(burst_trace()) + " --config " +
                              shell_quote(config_with_slo("tune.cfg", "2500.5")) +

@@ -23,7 +23,7 @@ using testing::run_command;
 using testing::shell_quote;
 using testing::start_broker;
 
-const testing::ScratchDir kScratch("lagpilot-it");
+const testing::ScratchDir kRunCliScratch("lagpilot-it");
 
 TEST(RunCli, PrintConfigShowsDocumentedDefaults) {
   auto r = run_command(kBinary + " run --print-config");
@@ -58,7 +58,7 @@ TEST(RunCli, BadConfigExitsTwoNamingThePath) {
   };
   int i = 0;
   for (const auto& c : cases) {
-    const std::string path = kScratch.write("bad" + std::to_string(i++) + ".json", c.json);
+    const std::string path = kRunCliScratch.write("bad" + std::to_string(i++) + ".json", c.json);
     auto r = run_command(kBinary + " run --print-config --config " + shell_quote(path));
     EXPECT_EQ(r.exit_code, 2) << c.json << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos)
@@ -85,7 +85,7 @@ TEST(BrokerCli, KcatProducesAndConsumes) {
   }
   ChildProcess broker({kBinary, "broker", "--topic", "events", "--partitions", "4"});
   const std::string bootstrap = start_broker(broker);
-  const std::string input = kScratch.path("kcat-in.txt");
+  const std::string input = kRunCliScratch.path("kcat-in.txt");
   {
     std::ofstream out(input);
     for (int i = 0; i < 100; ++i) out << "message-" << i << "\n";
@@ -113,9 +113,9 @@ TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
   ASSERT_EQ(p.exit_code, 0) << p.output;
   ASSERT_NE(p.output.find("delivered=" + std::to_string(total)), std::string::npos) << p.output;
 
-  const std::string ledger = kScratch.path("crash-ledger.txt");
+  const std::string ledger = kRunCliScratch.path("crash-ledger.txt");
   std::filesystem::remove(ledger);
-  const std::string config = kScratch.write(
+  const std::string config = kRunCliScratch.write(
       "crash.json", R"({"broker": "external", "handler": {"service_mean_seconds": 0.002},
                         "kafka": {"commit_interval_seconds": 0.5,
                                   "properties": {"session.timeout.ms": "6000",
@@ -125,7 +125,7 @@ TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
   for (int kill = 0; kill < 5; ++kill) {
     ChildProcess run(
         {kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger", ledger},
-        kScratch.path("crash-run.log"));
+        kRunCliScratch.path("crash-run.log"));
     // Real processes on the wall clock: this is the point of the test.
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     run.signal(SIGKILL);
@@ -133,7 +133,7 @@ TEST(RunCli, SigkillAtRandomMomentsLosesNothing) {
   }
   ChildProcess last({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                      ledger, "--until-drained"},
-                    kScratch.path("crash-run.log"));
+                    kRunCliScratch.path("crash-run.log"));
   EXPECT_EQ(last.wait(), 0);
 
   std::vector<int> seen(total, 0);
@@ -155,17 +155,17 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   auto p = run_command(kBinary + " produce --bootstrap " + bootstrap +
                        " --topic events --rate 50000 --count 3000");
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  const std::string ledger = kScratch.path("term-ledger.txt");
+  const std::string ledger = kRunCliScratch.path("term-ledger.txt");
   std::filesystem::remove(ledger);
   // A short session timeout: the mock cluster waits that long for a departed member.
   const std::string config =
-      kScratch.write("term.json", R"({"kafka": {"commit_interval_seconds": 0.5,
+      kRunCliScratch.write("term.json", R"({"kafka": {"commit_interval_seconds": 0.5,
                                  "properties": {"session.timeout.ms": "6000",
                                                 "heartbeat.interval.ms": "500"}}})");
   {
     ChildProcess run({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                       ledger, "--log-format", "json"},
-                     kScratch.path("term-run.log"));
+                     kRunCliScratch.path("term-run.log"));
     // Wait (on the child's own status lines) until the backlog is consumed and committed.
     for (int lines = 0; lines < 120; ++lines) {
       const std::string line = run.read_line();
@@ -179,7 +179,7 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   {
     // A consumer that keeps up is not warned about its fetch and buffer sizes (the warning
     // waits for repeated pauses), whatever the defaults are.
-    std::ifstream log(kScratch.path("term-run.log"));
+    std::ifstream log(kRunCliScratch.path("term-run.log"));
     const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_EQ(text.find("smaller than one fetch"), std::string::npos) << text.substr(0, 2000);
   }
@@ -188,7 +188,7 @@ TEST(RunCli, SigtermCommitsAndExitsZero) {
   // Everything was committed on the way out: a second consumer in the group gets nothing again.
   ChildProcess again({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                       ledger, "--until-drained"},
-                     kScratch.path("term-run.log"));
+                     kRunCliScratch.path("term-run.log"));
   EXPECT_EQ(again.wait(), 0);
   EXPECT_EQ(read_ledger(ledger).size(), first);
   broker.signal(SIGTERM);

@@ -17,14 +17,14 @@ using testing::kTraces;
 using testing::run_command;
 using testing::shell_quote;
 
-const testing::ScratchDir kScratch("lagpilot-shedding-sim");
+const testing::ScratchDir kSheddingSimCliScratch("lagpilot-shedding-sim");
 
 std::string sim(const std::string& config, const std::string& args = "") {
   return kBinary + " sim --trace " + shell_quote(kTraces + "espa_q1_cosine_HPA50_input_rate.csv") +
          " --peak-load 1.3 --seed 7 --policy hpa --config " + shell_quote(config) + " " + args;
 }
 
-std::size_t count(const std::string& text, const std::string& what) {
+std::size_t occurrences(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
     ++n;
@@ -33,7 +33,8 @@ std::size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(SheddingSimCli, SameErrorAsRunNamingTheJsonPath) {
-  const std::string path = kScratch.write("bad.json", R"({"shedding": {"max_age_secs": 10}})");
+  const std::string path =
+      kSheddingSimCliScratch.write("bad.json", R"({"shedding": {"max_age_secs": 10}})");
   const auto s = run_command(sim(path));
   const auto r = run_command(kBinary + " run --config " + shell_quote(path) + " --print-config");
   EXPECT_EQ(s.exit_code, 2) << s.output;
@@ -44,14 +45,14 @@ TEST(SheddingSimCli, SameErrorAsRunNamingTheJsonPath) {
 }
 
 TEST(SheddingSimCli, PriorityRuleIsIgnoredWithOneWarningAndAgeSheds) {
-  const std::string path = kScratch.write(
+  const std::string path = kSheddingSimCliScratch.write(
       "prio.json",
       R"({"lag_slo": 5000, "shedding": {"max_age_seconds": 3, "priority": {"header": "p"},
           "min_priority_under_pressure": 3}})");
-  const std::string json = kScratch.path("prio-out.json");
+  const std::string json = kSheddingSimCliScratch.path("prio-out.json");
   const auto r = run_command(sim(path, "--json " + shell_quote(json)));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(count(r.output, "the simulator ignores the priority rule"), 1u) << r.output;
+  EXPECT_EQ(occurrences(r.output, "the simulator ignores the priority rule"), 1u) << r.output;
   EXPECT_NE(r.output.find("shed_time"), std::string::npos) << r.output;
   const nlohmann::json j = nlohmann::json::parse(testing::slurp(json));
   const nlohmann::json& k = j["runs"][0]["kpis"];
@@ -63,8 +64,8 @@ TEST(SheddingSimCli, PriorityRuleIsIgnoredWithOneWarningAndAgeSheds) {
 }
 
 TEST(SheddingSimCli, NoShedFieldsWithoutShedding) {
-  const std::string path = kScratch.write("plain.json", R"({"lag_slo": 5000})");
-  const std::string json = kScratch.path("plain-out.json");
+  const std::string path = kSheddingSimCliScratch.write("plain.json", R"({"lag_slo": 5000})");
+  const std::string json = kSheddingSimCliScratch.path("plain-out.json");
   const auto r = run_command(sim(path, "--json " + shell_quote(json)));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("shed_time"), std::string::npos) << r.output;

@@ -16,11 +16,11 @@ using testing::shell_quote;
 using testing::sim_command;
 using testing::slurp;
 
-const testing::ScratchDir kScratch("lagpilot-sim");
+const testing::ScratchDir kSimCliScratch("lagpilot-sim");
 
 TEST(SimCli, PrintsOneRowPerPolicyAndSameSeedGivesIdenticalJson) {
-  const std::string a = kScratch.path("a.json"), b = kScratch.path("b.json"),
-                    c = kScratch.path("c.json");
+  const std::string a = kSimCliScratch.path("a.json"), b = kSimCliScratch.path("b.json"),
+                    c = kSimCliScratch.path("c.json");
   const std::string policies = " --policy pid,threshold,hpa,keda,static:16 ";
   auto r1 = run_command(sim_command(policies + "--seed 7 --json " + a));
   ASSERT_EQ(r1.exit_code, 0) << r1.output;
@@ -44,7 +44,7 @@ TEST(SimCli, PrintsOneRowPerPolicyAndSameSeedGivesIdenticalJson) {
 }
 
 TEST(SimCli, CsvHasTheSeriesOfEveryPolicy) {
-  const std::string csv = kScratch.path("series.csv");
+  const std::string csv = kSimCliScratch.path("series.csv");
   auto r = run_command(sim_command("--policy pid,static:8 --csv " + csv));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(csv);
@@ -61,7 +61,7 @@ TEST(SimCli, CsvHasTheSeriesOfEveryPolicy) {
 }
 
 TEST(SimCli, MalformedTraceNamesFileAndLine) {
-  const std::string bad = kScratch.path("bad.csv");
+  const std::string bad = kSimCliScratch.path("bad.csv");
   std::ofstream(bad) << "timestamp,value\n2020-01-01 00:00:00,5\n2020-01-01 00:01:00,five\n";
   auto r = run_command(kBinary + " sim --trace " + shell_quote(bad) + " --policy pid");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -73,7 +73,7 @@ TEST(SimCli, BadPolicySpecOrConfigExitsTwo) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("kp"), std::string::npos) << r.output;
   EXPECT_EQ(run_command(sim_command("--policy nosuch")).exit_code, 2);
-  const std::string cfg = kScratch.path("sim.json");
+  const std::string cfg = kSimCliScratch.path("sim.json");
   std::ofstream(cfg) << R"({"sim": {"batch_size": 0}})";
   r = run_command(sim_command("--policy pid --config " + cfg));
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -16,7 +16,7 @@ using testing::run_command;
 using testing::shell_quote;
 using testing::slurp;
 
-const testing::ScratchDir kScratch("lagpilot-sim-fleet");
+const testing::ScratchDir kSimFleetCliScratch("lagpilot-sim-fleet");
 
 std::string fleet_command(const std::string& args) {
   return kBinary + " sim --fleet --trace " + shell_quote(kTraces + "eval/train/flash_crowd.csv") +
@@ -35,8 +35,9 @@ TEST(SimFleetCli, HelpDocumentsTheFleetFlags) {
 }
 
 TEST(SimFleetCli, RunsAndWritesJsonCsvHtml) {
-  const std::string json = kScratch.path("fleet.json"), csv = kScratch.path("fleet.csv"),
-                    html = kScratch.path("fleet.html");
+  const std::string json = kSimFleetCliScratch.path("fleet.json"),
+                    csv = kSimFleetCliScratch.path("fleet.csv"),
+                    html = kSimFleetCliScratch.path("fleet.html");
   const auto r = run_command(fleet_command(
       "--policy threshold --partitions 12 --replica-policy keda-recommended --pod-start 10 "
       "--json " +
@@ -79,7 +80,7 @@ TEST(SimFleetCli, BadValuesExitTwoNamingTheFlagOrField) {
                        shell_quote(kTraces + "eval/train/flash_crowd.csv") + " --replicas 3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("add --fleet"), std::string::npos) << r.output;
-  const std::string cfg = kScratch.path("bad-fleet.json");
+  const std::string cfg = kSimFleetCliScratch.path("bad-fleet.json");
   std::ofstream(cfg) << R"({"sim": {"fleet": {"rebalance_seconds": -3}}})";
   r = run_command(fleet_command("--config " + cfg));
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -17,7 +17,7 @@
 namespace lagpilot::testing {
 namespace {
 
-const ScratchDir kScratch("lagpilot-sinks-cli");
+const ScratchDir kSinksCliScratch("lagpilot-sinks-cli");
 const std::string kExamples = std::string(LAGPILOT_SOURCE_DIR) + "/examples/";
 
 // Starts examples/http-sink/server.py on a free port; returns its URL.
@@ -57,12 +57,12 @@ TEST(SinksCli, HttpServiceWithRandomFailuresLosesNothingAndDeadLettersTheRejecte
   const std::string bootstrap = start_broker(broker);
   ChildProcess service({"/usr/bin/python3", kExamples + "http-sink/server.py", "--port", "0",
                         "--latency-ms", "1", "--fail-rate", "0.1", "--reject-prefix", "k1"},
-                       kScratch.path("http-service.log"));
+                       kSinksCliScratch.path("http-service.log"));
   const std::string url = start_service(service);
   constexpr uint64_t kTotal = 20000;
   produce(bootstrap, kTotal, 20000);
 
-  const std::string ledger = kScratch.path("http-ledger.txt");
+  const std::string ledger = kSinksCliScratch.path("http-ledger.txt");
   std::filesystem::remove(ledger);
   const nlohmann::json config = {
       {"broker", "external"},
@@ -73,11 +73,11 @@ TEST(SinksCli, HttpServiceWithRandomFailuresLosesNothingAndDeadLettersTheRejecte
         {"dead_letter", {{"topic", "events.dlq"}}}}},
       {"kafka", {{"properties", {{"session.timeout.ms", "6000"}}}}},
       {"http", {{"port", 0}}}};
-  const std::string config_path = kScratch.write("http.json", config.dump());
+  const std::string config_path = kSinksCliScratch.write("http.json", config.dump());
   ChildProcess run({kBinary, "run", "--config", config_path, "--bootstrap", bootstrap, "--ledger",
                     ledger, "--until-drained"},
-                   kScratch.path("http-run.log"));
-  ASSERT_EQ(run.wait(), 0) << slurp(kScratch.path("http-run.log")).substr(0, 4000);
+                   kSinksCliScratch.path("http-run.log"));
+  ASSERT_EQ(run.wait(), 0) << slurp(kSinksCliScratch.path("http-run.log")).substr(0, 4000);
   EXPECT_EQ(missing_from_ledger(ledger, kTotal), 0u);
 
   // The dead-letter topic holds exactly the records whose keys the service rejects (k1, k10 to
@@ -112,7 +112,7 @@ TEST(SinksCli, HttpServiceWithRandomFailuresLosesNothingAndDeadLettersTheRejecte
 TEST(SinksCli, ExecWorkerThatCrashesLosesNothingWhileThePoolResizes) {
   ChildProcess broker({kBinary, "broker", "--topic", "events", "--partitions", "8"});
   const std::string bootstrap = start_broker(broker);
-  const std::string ledger = kScratch.path("exec-ledger.txt");
+  const std::string ledger = kSinksCliScratch.path("exec-ledger.txt");
   std::filesystem::remove(ledger);
   const nlohmann::json config = {
       {"broker", "external"},
@@ -128,10 +128,10 @@ TEST(SinksCli, ExecWorkerThatCrashesLosesNothingWhileThePoolResizes) {
         {"params", {{"steps", {{{"above", 500}, {"below", 100}, {"workers", 12}}}}}}}},
       {"kafka", {{"properties", {{"session.timeout.ms", "6000"}}}}},
       {"http", {{"port", 0}}}};
-  const std::string config_path = kScratch.write("exec.json", config.dump());
+  const std::string config_path = kSinksCliScratch.write("exec.json", config.dump());
   ChildProcess run({kBinary, "run", "--config", config_path, "--bootstrap", bootstrap, "--ledger",
                     ledger, "--log-format", "json", "--duration", "30"},
-                   kScratch.path("exec-run.log"));
+                   kSinksCliScratch.path("exec-run.log"));
   constexpr uint64_t kTotal = 15000;
   produce(bootstrap, kTotal, 2500);  // 6 s at about 2.5 x what 4 workers take
   std::vector<int> sizes;
@@ -145,7 +145,7 @@ TEST(SinksCli, ExecWorkerThatCrashesLosesNothingWhileThePoolResizes) {
   const auto peak = std::max_element(sizes.begin(), sizes.end());
   EXPECT_GT(*peak, 4) << "the pool never grew";
   EXPECT_LT(*std::min_element(peak, sizes.end()), *peak) << "the pool never shrank";
-  const std::string log = slurp(kScratch.path("exec-run.log"));
+  const std::string log = slurp(kSinksCliScratch.path("exec-run.log"));
   EXPECT_NE(log.find("crashing on purpose"), std::string::npos);  // the child's stderr
   EXPECT_NE(log.find("restarting it"), std::string::npos);
   broker.signal(SIGTERM);
@@ -157,10 +157,10 @@ TEST(SinksCli, SigkillWhileMessagesAreInRetryThenRestartLosesNothing) {
   const std::string bootstrap = start_broker(broker);
   constexpr uint64_t kTotal = 5000;
   produce(bootstrap, kTotal, 20000);
-  const std::string ledger = kScratch.path("retry-kill-ledger.txt");
+  const std::string ledger = kSinksCliScratch.path("retry-kill-ledger.txt");
   std::filesystem::remove(ledger);
   const auto config_for = [&](const std::string& url) {
-    return kScratch.write(
+    return kSinksCliScratch.write(
         "retry-kill.json",
         nlohmann::json{
             {"broker", "external"},
@@ -178,7 +178,7 @@ TEST(SinksCli, SigkillWhileMessagesAreInRetryThenRestartLosesNothing) {
     const std::string config = config_for(start_service(flaky));
     ChildProcess run(
         {kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger", ledger},
-        kScratch.path("retry-kill-run.log"));
+        kSinksCliScratch.path("retry-kill-run.log"));
     std::this_thread::sleep_for(std::chrono::seconds(6));  // real processes: the point
     run.signal(SIGKILL);
     EXPECT_EQ(run.wait(), 128 + SIGKILL);
@@ -189,7 +189,7 @@ TEST(SinksCli, SigkillWhileMessagesAreInRetryThenRestartLosesNothing) {
   const std::string config = config_for(start_service(healthy));
   ChildProcess last({kBinary, "run", "--config", config, "--bootstrap", bootstrap, "--ledger",
                      ledger, "--until-drained"},
-                    kScratch.path("retry-kill-run.log"));
+                    kSinksCliScratch.path("retry-kill-run.log"));
   EXPECT_EQ(last.wait(), 0);
   EXPECT_EQ(missing_from_ledger(ledger, kTotal), 0u);
   healthy.signal(SIGTERM);
@@ -214,10 +214,10 @@ TEST(SinksCli, PushbackFromASixSlotServiceHoldsThePoolNearSix) {
       {"guards", {{"sink_pushback_seconds", 4}, {"scale_down_window_seconds", 0}}},
       {"kafka", {{"ordering", "unordered"}, {"properties", {{"session.timeout.ms", "6000"}}}}},
       {"http", {{"port", 0}}}};
-  const std::string config_path = kScratch.write("pushback.json", config.dump());
+  const std::string config_path = kSinksCliScratch.write("pushback.json", config.dump());
   ChildProcess run({kBinary, "run", "--config", config_path, "--bootstrap", bootstrap,
                     "--log-format", "json", "--duration", "40"},
-                   kScratch.path("pushback-run.log"));
+                   kSinksCliScratch.path("pushback-run.log"));
   std::vector<int> sizes;
   std::string ticks;  // every status line, for the failure messages
   bool guard_named = false;

@@ -16,7 +16,7 @@ using testing::run_command;
 using testing::shell_quote;
 using testing::slurp;
 
-const testing::ScratchDir kScratch("lagpilot-tune");
+const testing::ScratchDir kTuneCliScratch("lagpilot-tune");
 
 // Small traces: the Twitter trace (twitter_trace_args) to train on; held out, the first 62 days
 // of the NYC taxi trace, compressed the same way (5.2 h).
@@ -25,8 +25,8 @@ std::string tune(const std::string& args) {
 }
 
 TEST(TuneCli, WritesAConfigThatRunAcceptsAndShowsTrainAndTest) {
-  const std::string best = kScratch.path("best.json");
-  const std::string test_trace = kScratch.path("taxi.csv");
+  const std::string best = kTuneCliScratch.path("best.json");
+  const std::string test_trace = kTuneCliScratch.path("taxi.csv");
   // The held-out trace: 2999 half-hour rows of the taxi trace.
   {
     std::ifstream in(kTraces + "nab_nyc_taxi.csv");
@@ -65,7 +65,7 @@ TEST(TuneCli, WritesAConfigThatRunAcceptsAndShowsTrainAndTest) {
 }
 
 TEST(TuneCli, SameSeedSameJsonWhateverTheThreads) {
-  const std::string a = kScratch.path("a.json"), b = kScratch.path("b.json");
+  const std::string a = kTuneCliScratch.path("a.json"), b = kTuneCliScratch.path("b.json");
   const std::string args = "--policy threshold --strategy nelder-mead --budget 8 --seed 5 ";
   auto r1 = run_command(tune(args + "--threads 1 --json " + shell_quote(a)));
   ASSERT_EQ(r1.exit_code, 0) << r1.output;
@@ -84,10 +84,10 @@ TEST(TuneCli, SameSeedSameJsonWhateverTheThreads) {
 }
 
 TEST(TuneCli, GridWithASpaceFileAndWeights) {
-  const std::string space = kScratch.path("space.json");
+  const std::string space = kTuneCliScratch.path("space.json");
   std::ofstream(space) << R"({"tune": {"policy": "static",
       "params": {"workers": {"min": 4, "max": 16, "points": 4}}}})";
-  const std::string out = kScratch.path("grid.json");
+  const std::string out = kTuneCliScratch.path("grid.json");
   auto r = run_command(tune("--space " + shell_quote(space) +
                             " --strategy grid --budget 4 --weights slo=1000,actions=0 --json " +
                             shell_quote(out)));
@@ -102,7 +102,7 @@ TEST(TuneCli, GridWithASpaceFileAndWeights) {
 }
 
 TEST(TuneCli, BadInputNamesTheFileAndThePath) {
-  const std::string space = kScratch.path("bad_space.json");
+  const std::string space = kTuneCliScratch.path("bad_space.json");
   std::ofstream(space) << R"({"policy": "pid", "params": {"kp": {"min": 0.5, "max": 0.1}}})";
   auto r = run_command(tune("--space " + shell_quote(space) + " --budget 2"));
   EXPECT_EQ(r.exit_code, 2) << r.output;

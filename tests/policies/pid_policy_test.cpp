@@ -14,8 +14,8 @@ using testing::direction_reversals;
 using testing::FluidPlant;
 using testing::run_closed_loop;
 
-Observation obs(double t, int64_t lag, int current, int min_w = 4, int max_w = 16,
-                double processed = 0.0) {
+Observation pid_obs(double t, int64_t lag, int current, int min_w = 4, int max_w = 16,
+                    double processed = 0.0) {
   Observation o;
   o.time = t;
   o.total_lag = lag;
@@ -39,8 +39,8 @@ PidParams bare() {
 }
 
 TEST(PidPolicy, FirstTickIsBumplessWithNoIntegralAndNoDerivative) {
-  PidPolicy pid;                                   // defaults
-  const Proposal p = pid.decide(obs(0, 3000, 7));  // P = 0.002 * (1000 - 500) = 1, I = 6
+  PidPolicy pid;                                       // defaults
+  const Proposal p = pid.decide(pid_obs(0, 3000, 7));  // P = 0.002 * (1000 - 500) = 1, I = 6
   const nlohmann::json s = pid.state();
   EXPECT_DOUBLE_EQ(s["d"].get<double>(), 0.0);
   EXPECT_FALSE(s["integrating"].get<bool>());
@@ -49,7 +49,7 @@ TEST(PidPolicy, FirstTickIsBumplessWithNoIntegralAndNoDerivative) {
   EXPECT_EQ(p.workers, 7);
   // Bumpless only as far as the integral clamp allows: a huge first error still saturates.
   PidPolicy late;
-  EXPECT_EQ(late.decide(obs(0, 50000, 7)).workers, 16);
+  EXPECT_EQ(late.decide(pid_obs(0, 50000, 7)).workers, 16);
   EXPECT_DOUBLE_EQ(late.state()["i"].get<double>(), 4.0);
 }
 
@@ -58,11 +58,11 @@ TEST(PidPolicy, ProportionalOnly) {
   p.kp = 0.002;
   p.dead_band = 500;
   PidPolicy pid(p);
-  EXPECT_EQ(pid.decide(obs(0, 2000, 8)).workers, 8);   // e = 0: I = 8
-  EXPECT_EQ(pid.decide(obs(1, 3500, 8)).workers, 10);  // e' = 1500 - 500 -> P = 2
-  EXPECT_EQ(pid.decide(obs(2, 4500, 10)).workers, 12);
-  EXPECT_EQ(pid.decide(obs(3, 1000, 12)).workers, 7);     // e' = -500 -> P = -1
-  EXPECT_DOUBLE_EQ(pid.state()["i"].get<double>(), 8.0);  // ki = 0: I never moves
+  EXPECT_EQ(pid.decide(pid_obs(0, 2000, 8)).workers, 8);   // e = 0: I = 8
+  EXPECT_EQ(pid.decide(pid_obs(1, 3500, 8)).workers, 10);  // e' = 1500 - 500 -> P = 2
+  EXPECT_EQ(pid.decide(pid_obs(2, 4500, 10)).workers, 12);
+  EXPECT_EQ(pid.decide(pid_obs(3, 1000, 12)).workers, 7);  // e' = -500 -> P = -1
+  EXPECT_DOUBLE_EQ(pid.state()["i"].get<double>(), 8.0);   // ki = 0: I never moves
 }
 
 TEST(PidPolicy, DeadBandIsContinuousAndFreezesTheIntegral) {
@@ -71,17 +71,17 @@ TEST(PidPolicy, DeadBandIsContinuousAndFreezesTheIntegral) {
   p.ki = 0.0001;
   p.dead_band = 500;
   PidPolicy pid(p);
-  pid.decide(obs(0, 2000, 8));
+  pid.decide(pid_obs(0, 2000, 8));
   const double i0 = pid.state()["i"].get<double>();
   for (int t = 1; t <= 300; ++t) {
     const int64_t lag = (t % 2) ? 2450 : 1550;  // inside 2000 +- 500
-    EXPECT_EQ(pid.decide(obs(t, lag, 8)).workers, 8);
+    EXPECT_EQ(pid.decide(pid_obs(t, lag, 8)).workers, 8);
     EXPECT_DOUBLE_EQ(pid.state()["p"].get<double>(), 0.0);
     EXPECT_DOUBLE_EQ(pid.state()["effective_error"].get<double>(), 0.0);
   }
   EXPECT_DOUBLE_EQ(pid.state()["i"].get<double>(), i0);
   // Just outside: the effective error starts from 0, not from 500.
-  pid.decide(obs(301, 2600, 8));
+  pid.decide(pid_obs(301, 2600, 8));
   EXPECT_DOUBLE_EQ(pid.state()["effective_error"].get<double>(), 100.0);
   EXPECT_NEAR(pid.state()["p"].get<double>(), 0.2, 1e-12);
   EXPECT_NEAR(pid.state()["i"].get<double>(), i0 + 0.0001 * 100 * 1.0, 1e-12);
@@ -91,25 +91,25 @@ TEST(PidPolicy, IntegralStaysClampedWhileSaturatedAndRecoversAtOnce) {
   PidParams p;  // defaults: all three anti-windup layers
   PidPolicy pid(p);
   double t = 0;
-  pid.decide(obs(t, 100000, 16));
+  pid.decide(pid_obs(t, 100000, 16));
   for (int i = 0; i < 1000; ++i) {
-    const Proposal prop = pid.decide(obs(++t, 100000, 16));
+    const Proposal prop = pid.decide(pid_obs(++t, 100000, 16));
     ASSERT_EQ(prop.workers, 16);
     ASSERT_LE(pid.state()["i"].get<double>(), 16.0 + 1e-9);
     ASSERT_GE(pid.state()["i"].get<double>(), 4.0 - 1e-9);
   }
   // The error changes sign: the pool comes off the bound on the very next tick.
-  const Proposal after = pid.decide(obs(++t, 0, 16));
+  const Proposal after = pid.decide(pid_obs(++t, 0, 16));
   EXPECT_LT(after.workers, 16) << after.reason;
 
   // Same on the low side: long idle at min, then a backlog.
   PidPolicy low(p);
-  low.decide(obs(0, 0, 4));
+  low.decide(pid_obs(0, 0, 4));
   for (int i = 1; i <= 1000; ++i) {
-    ASSERT_EQ(low.decide(obs(i, 0, 4)).workers, 4);
+    ASSERT_EQ(low.decide(pid_obs(i, 0, 4)).workers, 4);
     ASSERT_GE(low.state()["i"].get<double>(), 4.0 - 1e-9);
   }
-  EXPECT_GT(low.decide(obs(1001, 6000, 4)).workers, 4);
+  EXPECT_GT(low.decide(pid_obs(1001, 6000, 4)).workers, 4);
 }
 
 TEST(PidPolicy, EachAntiWindupLayerAloneBoundsTheIntegral) {
@@ -120,8 +120,8 @@ TEST(PidPolicy, EachAntiWindupLayerAloneBoundsTheIntegral) {
   cond.ki = 0.0001;
   cond.integral_clamp_margin = 1e9;
   PidPolicy a(cond);
-  a.decide(obs(0, 2000, 8));
-  for (int i = 1; i <= 1000; ++i) a.decide(obs(i, 2100, 8));  // small error: P = 0.2
+  a.decide(pid_obs(0, 2000, 8));
+  for (int i = 1; i <= 1000; ++i) a.decide(pid_obs(i, 2100, 8));  // small error: P = 0.2
   EXPECT_LE(a.state()["i"].get<double>() + a.state()["p"].get<double>(), 16.0 + 0.01 + 1e-9);
 
   // The clamp: when an operator lowers max_workers, I follows the new bound at once instead
@@ -129,16 +129,16 @@ TEST(PidPolicy, EachAntiWindupLayerAloneBoundsTheIntegral) {
   PidParams clamp = cond;
   clamp.integral_clamp_margin = 0.0;
   PidPolicy b(clamp);
-  b.decide(obs(0, 2000, 8));
-  for (int i = 1; i <= 1000; ++i) b.decide(obs(i, 2100, 8));
+  b.decide(pid_obs(0, 2000, 8));
+  for (int i = 1; i <= 1000; ++i) b.decide(pid_obs(i, 2100, 8));
   EXPECT_GT(b.state()["i"].get<double>(), 15.0);
-  b.decide(obs(1001, 2100, 8, 4, 10));
+  b.decide(pid_obs(1001, 2100, 8, 4, 10));
   EXPECT_LE(b.state()["i"].get<double>(), 10.0);
   clamp.integral_clamp_margin = 2.0;
   PidPolicy c(clamp);
-  c.decide(obs(0, 2000, 8));
-  for (int i = 1; i <= 1000; ++i) c.decide(obs(i, 2100, 8));
-  c.decide(obs(1001, 2100, 8, 4, 10));
+  c.decide(pid_obs(0, 2000, 8));
+  for (int i = 1; i <= 1000; ++i) c.decide(pid_obs(i, 2100, 8));
+  c.decide(pid_obs(1001, 2100, 8, 4, 10));
   EXPECT_LE(c.state()["i"].get<double>(), 12.0);
   EXPECT_GT(c.state()["i"].get<double>(), 10.0);
 }
@@ -148,27 +148,27 @@ TEST(PidPolicy, DerivativeIsOnTheMeasurementAndLowPassFiltered) {
   p.kd = 0.01;
   p.derivative_filter_seconds = 4.0;  // alpha = dt / (tau + dt) = 0.2 at dt = 1
   PidPolicy pid(p);
-  pid.decide(obs(0, 2000, 8));
-  pid.decide(obs(1, 2000, 8));
+  pid.decide(pid_obs(0, 2000, 8));
+  pid.decide(pid_obs(1, 2000, 8));
   EXPECT_DOUBLE_EQ(pid.state()["d"].get<double>(), 0.0);
-  pid.decide(obs(2, 3000, 8));  // a step of 1000 messages in one second
+  pid.decide(pid_obs(2, 3000, 8));  // a step of 1000 messages in one second
   EXPECT_NEAR(pid.state()["d"].get<double>(), 0.01 * 0.2 * 1000, 1e-9);
   double prev = pid.state()["d"].get<double>();
   for (int t = 3; t < 10; ++t) {
-    pid.decide(obs(t, 3000, 8));
+    pid.decide(pid_obs(t, 3000, 8));
     const double d = pid.state()["d"].get<double>();
     EXPECT_NEAR(d, prev * 0.8, 1e-9);  // decays instead of vanishing after one tick
     prev = d;
   }
   // A falling lag gives a negative D (fewer workers): the sign follows the measurement.
-  pid.decide(obs(10, 1000, 8));
+  pid.decide(pid_obs(10, 1000, 8));
   EXPECT_LT(pid.state()["d"].get<double>(), 0.0);
 
   PidParams unfiltered = p;
   unfiltered.derivative_filter_seconds = 0.0;
   PidPolicy raw(unfiltered);
-  raw.decide(obs(0, 2000, 8));
-  raw.decide(obs(2, 3000, 8));  // dt = 2 s
+  raw.decide(pid_obs(0, 2000, 8));
+  raw.decide(pid_obs(2, 3000, 8));  // dt = 2 s
   EXPECT_NEAR(raw.state()["d"].get<double>(), 0.01 * 500, 1e-9);
 }
 
@@ -177,10 +177,10 @@ TEST(PidPolicy, RepeatedTimestampUpdatesNeitherIntegralNorDerivative) {
   p.ki = 0.001;
   p.kd = 0.01;
   PidPolicy pid(p);
-  pid.decide(obs(0, 2000, 8));
-  pid.decide(obs(1, 3000, 8));
+  pid.decide(pid_obs(0, 2000, 8));
+  pid.decide(pid_obs(1, 3000, 8));
   const nlohmann::json before = pid.state();
-  pid.decide(obs(1, 9000, 8));  // same time again
+  pid.decide(pid_obs(1, 9000, 8));  // same time again
   EXPECT_DOUBLE_EQ(pid.state()["i"].get<double>(), before["i"].get<double>());
   EXPECT_DOUBLE_EQ(pid.state()["d"].get<double>(), before["d"].get<double>());
 }
@@ -190,37 +190,37 @@ TEST(PidPolicy, OutputHysteresisStopsFlipsAroundHalfAWorker) {
   p.kp = 0.002;
   p.output_hysteresis = 0.25;
   PidPolicy pid(p);
-  EXPECT_EQ(pid.decide(obs(0, 2000, 8)).workers, 8);  // I = 8
-  EXPECT_EQ(pid.decide(obs(1, 2250, 8)).workers, 8);  // u = 8.5: stays
-  EXPECT_EQ(pid.decide(obs(2, 2400, 8)).workers, 9);  // u = 8.8: > 8 + 0.75
-  EXPECT_EQ(pid.decide(obs(3, 2250, 9)).workers, 9);  // u = 8.5: stays at 9
-  EXPECT_EQ(pid.decide(obs(4, 1850, 9)).workers, 8);  // u = 7.7: back to round(u)
+  EXPECT_EQ(pid.decide(pid_obs(0, 2000, 8)).workers, 8);  // I = 8
+  EXPECT_EQ(pid.decide(pid_obs(1, 2250, 8)).workers, 8);  // u = 8.5: stays
+  EXPECT_EQ(pid.decide(pid_obs(2, 2400, 8)).workers, 9);  // u = 8.8: > 8 + 0.75
+  EXPECT_EQ(pid.decide(pid_obs(3, 2250, 9)).workers, 9);  // u = 8.5: stays at 9
+  EXPECT_EQ(pid.decide(pid_obs(4, 1850, 9)).workers, 8);  // u = 7.7: back to round(u)
 }
 
 TEST(PidPolicy, DrainTimeMeasurement) {
   PidParams p = PidParams::defaults_for("drain_time");
   p.measurement_filter_seconds = 0.0;
   PidPolicy pid(p);
-  pid.decide(obs(0, 4000, 8, 4, 16, 1000.0));
+  pid.decide(pid_obs(0, 4000, 8, 4, 16, 1000.0));
   EXPECT_DOUBLE_EQ(pid.state()["measurement"].get<double>(), 4.0);  // 4000 / 1000 msg/s
   EXPECT_DOUBLE_EQ(pid.state()["error"].get<double>(), 0.0);        // setpoint 4 s
-  pid.decide(obs(1, 4000, 8, 4, 16, 0.0));                          // backlog but nothing processed
+  pid.decide(pid_obs(1, 4000, 8, 4, 16, 0.0));                      // backlog but nothing processed
   EXPECT_DOUBLE_EQ(pid.state()["measurement"].get<double>(), p.drain_time_cap_seconds);
-  pid.decide(obs(2, 0, 8, 4, 16, 0.0));  // idle
+  pid.decide(pid_obs(2, 0, 8, 4, 16, 0.0));  // idle
   EXPECT_DOUBLE_EQ(pid.state()["measurement"].get<double>(), 0.0);
-  pid.decide(obs(3, 1000000000, 8, 4, 16, 1.0));  // absurd: capped
+  pid.decide(pid_obs(3, 1000000000, 8, 4, 16, 1.0));  // absurd: capped
   EXPECT_DOUBLE_EQ(pid.state()["measurement"].get<double>(), p.drain_time_cap_seconds);
   EXPECT_TRUE(std::isfinite(pid.state()["output"].get<double>()));
-  EXPECT_NE(pid.decide(obs(4, 4000, 8, 4, 16, 1000.0)).reason.find("drain time"),
+  EXPECT_NE(pid.decide(pid_obs(4, 4000, 8, 4, 16, 1000.0)).reason.find("drain time"),
             std::string::npos);
 }
 
 TEST(PidPolicy, MeasurementFilterSmoothsTheDrainTime) {
   PidParams p = PidParams::defaults_for("drain_time");  // filter 10 s
   PidPolicy pid(p);
-  pid.decide(obs(0, 4000, 8, 4, 16, 1000.0));
+  pid.decide(pid_obs(0, 4000, 8, 4, 16, 1000.0));
   EXPECT_DOUBLE_EQ(pid.state()["measurement"].get<double>(), 4.0);  // first tick: raw
-  pid.decide(obs(1, 8000, 8, 4, 16, 1000.0));                       // raw 8 s
+  pid.decide(pid_obs(1, 8000, 8, 4, 16, 1000.0));                   // raw 8 s
   EXPECT_NEAR(pid.state()["measurement"].get<double>(), 4.0 + (8.0 - 4.0) / 11.0, 1e-12);
 }
 

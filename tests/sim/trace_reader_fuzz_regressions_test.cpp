@@ -17,7 +17,7 @@
 namespace lagpilot::sim {
 namespace {
 
-const std::string kTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
+const std::string kFuzzTraces = std::string(LAGPILOT_SOURCE_DIR) + "/traces/";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -79,7 +79,8 @@ TEST(TraceReaderFuzzRegressions, MostlyGapTraceIsRefusedNamingTheRow) {
       "TIMESTAMP,ContextTokens,GeneratedTokens\n1684-11-16 18:16:03.978,110,27\n"
       "2023-12-16 18:17:05.5,1,2\n",
       events);
-  EXPECT_NE(centuries.find("mem.csv:3: the events span 10700294463 bins of 1 s"), std::string::npos) << centuries;
+  EXPECT_NE(centuries.find("mem.csv:3: the events span 10700294463 bins of 1 s"), std::string::npos)
+      << centuries;
 }
 
 TEST(TraceReaderFuzzRegressions, SparseButPlausibleTracesStillLoad) {
@@ -103,7 +104,7 @@ TEST(TraceReaderFuzzRegressions, SparseButPlausibleTracesStillLoad) {
 
 TEST(TraceReaderFuzzRegressions, ParseTraceMatchesLoadTraceOnTheRealTraces) {
   int compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(kTraces)) {
+  for (const auto& entry : std::filesystem::directory_iterator(kFuzzTraces)) {
     if (entry.path().extension() != ".csv") continue;
     const std::string path = entry.path().string();
     TraceLoadOptions options;
@@ -126,9 +127,9 @@ TEST(TraceReaderFuzzRegressions, ParseTraceMatchesLoadTraceOnTheRealTraces) {
 
   // A lag recording with its companion given in memory: the same as from the two files.
   TraceLoadOptions lag;
-  lag.companion = kTraces + "espa_q1_cosine_HPA50_taskmanager.csv";
+  lag.companion = kFuzzTraces + "espa_q1_cosine_HPA50_taskmanager.csv";
   lag.per_worker_rate = 100;
-  const std::string lag_path = kTraces + "espa_q1_cosine_HPA50_lag.csv";
+  const std::string lag_path = kFuzzTraces + "espa_q1_cosine_HPA50_lag.csv";
   const LoadedTrace from_files = load_trace_with_stats(lag_path, lag);
   const LoadedTrace from_memory =
       parse_trace_with_stats(read_file(lag_path), lag_path, lag, read_file(lag.companion));

@@ -15,11 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kTraces = fs::path(LAGPILOT_SOURCE_DIR) / "traces";
+const fs::path kTraceDir = fs::path(LAGPILOT_SOURCE_DIR) / "traces";
 
 std::vector<fs::path> trace_files() {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(kTraces)) {
+  for (const auto& entry : fs::directory_iterator(kTraceDir)) {
     if (entry.path().extension() == ".csv") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
@@ -41,7 +41,7 @@ TraceLoadOptions options_for(const fs::path& file) {
 
 TEST(TraceReplay, EveryTraceFileReplaysUnderRealPolicies) {
   const std::vector<fs::path> files = trace_files();
-  ASSERT_GE(files.size(), 5u) << "no traces in " << kTraces;
+  ASSERT_GE(files.size(), 5u) << "no traces in " << kTraceDir;
   const std::vector<std::string> names = policy_names();
   SimConfig config;
   config.fidelity = "auto";
