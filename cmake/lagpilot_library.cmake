@@ -17,11 +17,11 @@ function(lagpilot_library name)
     $<INSTALL_INTERFACE:include/lagpilot> $<INSTALL_INTERFACE:include>)
   target_link_libraries(${target} PUBLIC ${ARG_LINK})
   lagpilot_precompile(${target} ${ARG_PRECOMPILE})
-  # The sanitizer trees (Makefile) compile the libraries as unity batches: about half the CPU of
-  # one file at a time, since the heavy templates are instantiated and instrumented once per
-  # batch. Names in anonymous namespaces then share a batch, so a library's .cpp files must not
-  # define the same internal name twice (a shared one goes in a header, e.g.
-  # policies/infinity.h). The release tree, which developers rebuild file by file, does not.
+  # Unity batches (LAGPILOT_UNITY_BUILD, on unless `make build UNITY=OFF`): about half the CPU
+  # of one file at a time, since the heavy templates are instantiated (and instrumented) once
+  # per batch. Names in anonymous namespaces then share a batch, so a library's .cpp files must
+  # not define the same internal name twice (a shared one goes in a header, e.g.
+  # policies/infinity.h).
   if(LAGPILOT_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   endif()
