@@ -245,7 +245,9 @@ class SimRun {
     block_from_ = from;
     slot_ = slot;
     if (!leader_) arrivals_.replay_counts(tape);
-    if (!records_.empty()) {
+    // Acquire: a follower's last reads of this run's records and copies come before its leave.
+    recording_ = !records_.empty() && followers_.load(std::memory_order_acquire) > 0;
+    if (recording_) {
       records_[slot].resize(static_cast<std::size_t>(to - from));
       BlockStart& start = block_starts_[slot];
       start.from = 0;  // not valid until both copies are whole
@@ -274,6 +276,7 @@ class SimRun {
   // records (LeaderTick) for it. Before the first step.
   void follow(SimRun& leader, std::size_t slots) {
     leader_ = &leader;
+    leader.followers_.fetch_add(1, std::memory_order_relaxed);
     if (leader.records_.size() != slots) {
       leader.records_.resize(slots);
       leader.block_starts_.resize(slots);
@@ -324,7 +327,7 @@ class SimRun {
       model.set_shedding(gate_->active());
     }
     const int after = model.pool_size();
-    if (!records_.empty()) {  // for the followers' step(i)
+    if (recording_) {  // for the followers' step(i)
       // Field by field: a LeaderTick built aside and copied in stalled on its last bytes.
       LeaderTick& record = records_[slot_][static_cast<std::size_t>(i - block_from_)];
       record.sample = consumer_.last_sample();
@@ -430,7 +433,7 @@ class SimRun {
   // block's are replayed. The sample at k must be the leader's, which the run used.
   void catch_up(int64_t k) {
     const ModelSample used = consumer_.last_sample();
-    const SimRun& leader = *leader_;
+    SimRun& leader = *leader_;
     leader_ = nullptr;
     consumer_.follow(nullptr);  // the own model from here on
     int64_t first = 1;
@@ -442,6 +445,7 @@ class SimRun {
     } else {
       arrivals_.replay_counts(nullptr);
     }
+    leader.followers_.fetch_sub(1, std::memory_order_release);  // nothing of the leader read after
     for (int64_t t = first; t <= k; ++t) {
       if (t == block_from_) arrivals_.replay_counts(tape_);
       advance_window(t);
@@ -484,6 +488,10 @@ class SimRun {
   std::size_t slot_ = 0;
   SimRun* leader_ = nullptr;
   std::vector<std::vector<LeaderTick>> records_;
+  // Runs following this one (follow() adds, catch_up() takes away, on the followers' threads);
+  // the run keeps records and block-start copies only for blocks begun while it is above 0.
+  std::atomic<int> followers_{0};
+  bool recording_ = false;
   // By ring slot, while followed: the model and arrivals at the start of the slot's block
   // (`from`, 0 while being copied), which a departing follower starts from.
   struct BlockStart {

@@ -30,6 +30,29 @@ constexpr int kMaxProposalsPerBudget = 20;
 // 512 KB), and the runs of a tick share the caches.
 constexpr std::size_t kMaxGroupRuns = 8;
 
+// Sets `e`'s objective (the mean of run_objective over its n runs) and its sums over them, in
+// run order. A TuneEvaluation and a SetEvaluation both carry these four fields; kpis_of(i) gives
+// run i's KPIs.
+template <typename Evaluation, typename KpisOf>
+void aggregate(Evaluation& e, std::size_t n, const KpisOf& kpis_of,
+               const ObjectiveWeights& weights) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Kpis& k = kpis_of(i);
+    sum += run_objective(k, weights);
+    e.worker_seconds += k.worker_seconds;
+    e.seconds_above_slo += k.seconds_above_slo;
+    e.scale_actions += k.scale_actions;
+  }
+  e.objective = sum / static_cast<double>(n);
+}
+
+void aggregate(SetEvaluation& set, const ObjectiveWeights& weights) {
+  aggregate(
+      set, set.runs.size(), [&](std::size_t i) -> const Kpis& { return set.runs[i].kpis; },
+      weights);
+}
+
 // Algorithm: memoized, budgeted, parallel evaluation of candidates. A batch of candidates (value
 // vectors) is resolved in order: a known configuration is answered from the cache; a new one
 // is admitted while the budget lasts. Admitted candidates are built once (make_policy judges
@@ -126,16 +149,10 @@ class Evaluator {
         if (--*runs_left[f] > 0) continue;
         // The candidate's last run: aggregate it (no other thread touches it now).
         TuneEvaluation& e = evaluations_[fresh[f]];
-        double sum = 0.0;
-        for (std::size_t u = 0; u < traces; ++u) {
-          const Kpis& k = kpis[f * traces + u];
-          e.kpis.push_back(k);
-          sum += run_objective(k, options_.weights);
-          e.worker_seconds += k.worker_seconds;
-          e.seconds_above_slo += k.seconds_above_slo;
-          e.scale_actions += k.scale_actions;
-        }
-        e.objective = sum / static_cast<double>(traces);
+        e.kpis.assign(kpis.begin() + static_cast<std::ptrdiff_t>(f * traces),
+                      kpis.begin() + static_cast<std::ptrdiff_t>((f + 1) * traces));
+        aggregate(
+            e, traces, [&](std::size_t u) -> const Kpis& { return e.kpis[u]; }, options_.weights);
         finished(&e);
       }
     };
@@ -253,18 +270,6 @@ std::vector<std::vector<double>> grid_points(const TuneSpace& space, int budget)
     if (seen.emplace(v, true).second) distinct.push_back(std::move(v));
   }
   return distinct;
-}
-
-// A SetEvaluation's objective (the mean) and sums over its runs, in run order.
-void aggregate(SetEvaluation& set, const ObjectiveWeights& weights) {
-  double sum = 0.0;
-  for (const RunResult& r : set.runs) {
-    sum += run_objective(r.kpis, weights);
-    set.worker_seconds += r.kpis.worker_seconds;
-    set.seconds_above_slo += r.kpis.seconds_above_slo;
-    set.scale_actions += r.kpis.scale_actions;
-  }
-  set.objective = sum / static_cast<double>(set.runs.size());
 }
 
 std::vector<double> random_point(Rng& rng, std::size_t d) {
@@ -405,10 +410,9 @@ TuneResult tune(const TuneSpace& space, const std::vector<Trace>& train, const G
 SetEvaluation evaluate_on(const std::string& policy, const nlohmann::json& params,
                           const std::vector<Trace>& traces, const GuardConfig& guards,
                           const SimConfig& config, const ObjectiveWeights& weights, int threads) {
-  return std::move(
-      evaluate_on(policy, std::vector<nlohmann::json>{params}, traces, guards, config, weights,
-                  threads)
-          .front());
+  return std::move(evaluate_on(policy, std::vector<nlohmann::json>{params}, traces, guards, config,
+                               weights, threads)
+                       .front());
 }
 
 std::vector<SetEvaluation> evaluate_on(const std::string& policy,

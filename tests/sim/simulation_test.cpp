@@ -32,6 +32,19 @@ std::vector<PolicySpec> every_policy() {
   return specs;
 }
 
+// Two ways of running the same runs (grouped or alone, on more threads or one) must give the
+// same KPI JSON and the same series CSV, byte for byte.
+void expect_same_results(const std::vector<RunResult>& got, const std::vector<RunResult>& want,
+                         const SimConfig& config, const Trace& trace, const std::string& what) {
+  EXPECT_EQ(to_json(got, config, TraceInfo::of(trace)).dump(),
+            to_json(want, config, TraceInfo::of(trace)).dump())
+      << what;
+  std::ostringstream a, b;
+  write_series_csv(a, got);
+  write_series_csv(b, want);
+  EXPECT_EQ(a.str(), b.str()) << what;
+}
+
 TEST(Conservation, HoldsForEveryPolicyAndFidelity) {
   const Trace trace = burst_trace(200.0, 1400.0, 200.0, 100.0);
   int64_t arrived = -1;
@@ -113,11 +126,7 @@ TEST(Determinism, ThreadsDoNotChangeResults) {
   const Trace trace = burst_trace(200.0, 1400.0, 100.0, 60.0);
   const auto one = simulate_all(trace, every_policy(), GuardConfig{}, config, 1);
   const auto two = simulate_all(trace, every_policy(), GuardConfig{}, config, 2);
-  EXPECT_EQ(to_json(one, config, TraceInfo::of(trace)), to_json(two, config, TraceInfo::of(trace)));
-  std::ostringstream a, b;
-  write_series_csv(a, one);
-  write_series_csv(b, two);
-  EXPECT_EQ(a.str(), b.str());
+  expect_same_results(two, one, config, trace, "2 threads against 1");
 }
 
 TEST(Determinism, SharedArrivalCountsDoNotChangeResults) {
@@ -139,16 +148,10 @@ TEST(Determinism, SharedArrivalCountsDoNotChangeResults) {
       alone.push_back(simulate(trace, spec, GuardConfig{}, config));
     }
     ASSERT_GT(alone[0].kpis.arrived, 200'000) << fidelity;
-    const std::string expected = to_json(alone, config, TraceInfo::of(trace)).dump();
-    std::ostringstream expected_series;
-    write_series_csv(expected_series, alone);
     for (const int threads : {1, 2}) {
       const auto grouped = simulate_all(trace, every_policy(), GuardConfig{}, config, threads);
-      EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(), expected)
-          << fidelity << " on " << threads << " threads";
-      std::ostringstream series;
-      write_series_csv(series, grouped);
-      EXPECT_EQ(series.str(), expected_series.str()) << fidelity << " on " << threads;
+      expect_same_results(grouped, alone, config, trace,
+                          fidelity + " on " + std::to_string(threads) + " threads");
     }
   }
 }
@@ -191,6 +194,29 @@ TEST(Determinism, FollowedModelsDoNotChangeResults) {
   }
 }
 
+TEST(Determinism, TheLastFollowerIsStillServedWhenTheOthersHaveLeft) {
+  // A leader keeps its per-tick records and block-start copies only while someone follows it.
+  // Here static:16 leaves at its first tick and pid follows hpa (both held at 4 workers by the
+  // light load) through every block of the trace, alone after the first.
+  const Trace trace = constant_trace(5.0, 6.0 * arrivals::CountTape::kBlock, 1.0);
+  const std::vector<PolicySpec> specs = {parse_policy_spec("hpa"), parse_policy_spec("static:16"),
+                                         parse_policy_spec("pid")};
+  for (const std::string fidelity : {"message", "batch"}) {
+    SimConfig config;
+    config.fidelity = fidelity;
+    config.record_series = true;
+    std::vector<RunResult> alone;
+    for (const PolicySpec& spec : specs)
+      alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+    ASSERT_EQ(alone[2].kpis.scale_actions, 0) << fidelity;  // pid never leaves the leader
+    for (const int threads : {1, 2}) {
+      const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, threads);
+      expect_same_results(grouped, alone, config, trace,
+                          fidelity + " on " + std::to_string(threads) + " threads");
+    }
+  }
+}
+
 TEST(Determinism, FollowersLeavingLateTakeTheLeadersModel) {
   // Runs of one policy with different parameters (as `lagpilot tune` groups them) hold their
   // pools alike through a long quiet start, then part at a burst: some leave because the
@@ -213,7 +239,8 @@ TEST(Determinism, FollowersLeavingLateTakeTheLeadersModel) {
         specs.push_back(parse_policy_spec("pid:" + p));
       }
       std::vector<RunResult> alone;
-      for (const PolicySpec& spec : specs) alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+      for (const PolicySpec& spec : specs)
+        alone.push_back(simulate(trace, spec, GuardConfig{}, config));
       SCOPED_TRACE(fidelity + (aggressive_first ? " aggressive first" : " sluggish first"));
       // The pools part only at the burst (so the runs follow for 5000 ticks), and they part.
       std::set<int> workers_after_burst;
@@ -226,13 +253,11 @@ TEST(Determinism, FollowersLeavingLateTakeTheLeadersModel) {
         workers_after_burst.insert(r.series.at(5100).workers);
       }
       EXPECT_GT(workers_after_burst.size(), 1u) << "the runs part at the burst";
-      const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, 1);
-      EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(),
-                to_json(alone, config, TraceInfo::of(trace)).dump());
-      std::ostringstream a, b;
-      write_series_csv(a, grouped);
-      write_series_csv(b, alone);
-      EXPECT_EQ(a.str(), b.str());
+      // One thread, and two: there the followers leave while the leader runs blocks ahead.
+      for (const int threads : {1, 2}) {
+        const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, threads);
+        expect_same_results(grouped, alone, config, trace, std::to_string(threads) + " threads");
+      }
     }
   }
 }
@@ -248,21 +273,16 @@ TEST(Determinism, FollowersOfALeaderThatShrinksTakeItsModelBeforeTheResize) {
   config.record_series = true;
   Trace trace = constant_trace(0.97 * config.model.capacity(8), 120.0);
   trace.rates[0] = 0.0;
-  const std::vector<PolicySpec> specs = {parse_policy_spec("static:6"), parse_policy_spec("static:8"),
-                                         parse_policy_spec("pid")};
+  const std::vector<PolicySpec> specs = {parse_policy_spec("static:6"),
+                                         parse_policy_spec("static:8"), parse_policy_spec("pid")};
   for (const std::string fidelity : {"message", "batch"}) {
     config.fidelity = fidelity;
     std::vector<RunResult> alone;
-    for (const PolicySpec& spec : specs) alone.push_back(simulate(trace, spec, GuardConfig{}, config));
+    for (const PolicySpec& spec : specs)
+      alone.push_back(simulate(trace, spec, GuardConfig{}, config));
     ASSERT_EQ(alone[1].series.at(10).workers, 8) << fidelity;
     const auto grouped = simulate_all(trace, specs, GuardConfig{}, config, 1);
-    EXPECT_EQ(to_json(grouped, config, TraceInfo::of(trace)).dump(),
-              to_json(alone, config, TraceInfo::of(trace)).dump())
-        << fidelity;
-    std::ostringstream a, b;
-    write_series_csv(a, grouped);
-    write_series_csv(b, alone);
-    EXPECT_EQ(a.str(), b.str()) << fidelity;
+    expect_same_results(grouped, alone, config, trace, fidelity);
   }
 }
 
@@ -309,13 +329,7 @@ TEST(Determinism, PrefetchedArrivalsAndServiceTimesDoNotChangeResults) {
     const auto ahead = simulate_all(trace, specs, GuardConfig{}, config, 2);
     const std::vector<RunResult> in_place{simulate(trace, specs[0], GuardConfig{}, config)};
     ASSERT_GT(in_place[0].kpis.arrived, 100'000) << policy;
-    EXPECT_EQ(to_json(ahead, config, TraceInfo::of(trace)),
-              to_json(in_place, config, TraceInfo::of(trace)))
-        << policy;
-    std::ostringstream a, b;
-    write_series_csv(a, ahead);
-    write_series_csv(b, in_place);
-    EXPECT_EQ(a.str(), b.str()) << policy;
+    expect_same_results(ahead, in_place, config, trace, policy);
   }
 }
 
