@@ -278,6 +278,10 @@ int ConsumerModel::new_worker_slot() {
   }
   workers_.emplace_back();
   busy_index_.push_back(-1);  // sized with workers_: add_busy() needs no check
+  // A slot is at most once in each of these (SlotStack: room for every slot, no reallocation).
+  free_slots_.reserve(workers_.size());
+  idle_.reserve(workers_.size());
+  busy_slots_.reserve(workers_.size());
   return static_cast<int>(workers_.size()) - 1;
 }
 
