@@ -145,8 +145,8 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     rate_fast_ = rate_slow_ = arrival;
   } else if (std::isfinite(obs.time) && obs.time > last_time_) {
     dt = obs.time - last_time_;
-    rate_fast_ += dt / (params_.rate_filter_seconds + dt) * (arrival - rate_fast_);
-    rate_slow_ += dt / (params_.slow_rate_filter_seconds + dt) * (arrival - rate_slow_);
+    rate_fast_ += fast_gain_(dt, params_.rate_filter_seconds + dt) * (arrival - rate_fast_);
+    rate_slow_ += slow_gain_(dt, params_.slow_rate_filter_seconds + dt) * (arrival - rate_slow_);
   }
   if (std::isfinite(obs.time) && (dt > 0.0 || last_pool_ < 0)) last_time_ = obs.time;
   // A resize (ours, a guard's or an operator's) starts a new dwell: the surplus is of this pool.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "policies/last_quotient.h"
 #include "policies/model_policy.h"
 #include "policies/policy.h"
 
@@ -225,6 +226,8 @@ class HybridPolicy : public Policy {
   double last_time_ = 0.0;
   double rate_fast_ = 0.0;
   double rate_slow_ = 0.0;
+  LastQuotient fast_gain_;  // the two rate filters' gains, divided once per tick length
+  LastQuotient slow_gain_;
   double surplus_ = 0.0;  // worker-seconds, see the class comment
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;

@@ -99,15 +99,15 @@ Proposal PidPolicy::decide(const Observation& obs) {
     busy_ = busy;
   } else if (obs.time > prev_time_) {
     const double dt = obs.time - prev_time_;
-    busy_ += dt / (params_.busy_filter_seconds + dt) * (busy - busy_);
+    busy_ += busy_gain_(dt, params_.busy_filter_seconds + dt) * (busy - busy_);
   }
   const double raw_measurement = measure(obs);
   if (!started_ || params_.measurement_filter_seconds <= 0.0) {
     measurement_ = raw_measurement;
   } else if (obs.time > prev_time_) {
     const double dt = obs.time - prev_time_;
-    measurement_ +=
-        dt / (params_.measurement_filter_seconds + dt) * (raw_measurement - measurement_);
+    measurement_ += measurement_gain_(dt, params_.measurement_filter_seconds + dt) *
+                    (raw_measurement - measurement_);
   }
   error_ = measurement_ - params_.setpoint;
   effective_error_ = std::abs(error_) <= params_.dead_band
@@ -128,9 +128,12 @@ Proposal PidPolicy::decide(const Observation& obs) {
   } else {
     const double dt = obs.time - prev_time_;
     if (dt > 0.0) {
-      const double raw = (measurement_ - prev_measurement_) / dt;
+      // At 1 s ticks, x / 1 is x: no division (the latency of two dependent ones was most of
+      // this policy's time in the simulator).
+      const double change = measurement_ - prev_measurement_;
+      const double raw = dt == 1.0 ? change : change / dt;
       const double tau = params_.derivative_filter_seconds;
-      const double alpha = tau > 0.0 ? dt / (tau + dt) : 1.0;
+      const double alpha = tau > 0.0 ? derivative_gain_(dt, tau + dt) : 1.0;
       derivative_ += alpha * (raw - derivative_);
       d_ = params_.kd * derivative_;
 
@@ -139,7 +142,8 @@ Proposal PidPolicy::decide(const Observation& obs) {
       // pool while the quantizer or a bound holds it.
       const double tracking =
           params_.tracking_time_seconds > 0.0
-              ? (workers_ - output_) * std::min(1.0, dt / params_.tracking_time_seconds)
+              ? (workers_ - output_) *
+                    std::min(1.0, tracking_share_(dt, params_.tracking_time_seconds))
               : 0.0;
       // Conditional integration: not while the output is beyond a bound and the error pushes
       // it further out.

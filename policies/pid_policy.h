@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "policies/last_quotient.h"
 #include "policies/policy.h"
 
 namespace lagpilot {
@@ -138,6 +139,11 @@ class PidPolicy : public Policy {
   bool integrating_ = false;
   bool floored_ = false;  // the scale-down floor held this tick's proposal
   double busy_ = 0.0;     // busy_workers, low-passed (busy_filter_seconds)
+  // The filters' gains and the tracking's share of a tick, divided once per tick length.
+  LastQuotient busy_gain_;
+  LastQuotient measurement_gain_;
+  LastQuotient derivative_gain_;
+  LastQuotient tracking_share_;
 };
 
 }  // namespace lagpilot
