@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policies/last_quotient.h"
+#include "policies/quotients.h"
 #include "policies/model_policy.h"
 #include "policies/policy.h"
 

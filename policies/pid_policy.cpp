@@ -128,10 +128,7 @@ Proposal PidPolicy::decide(const Observation& obs) {
   } else {
     const double dt = obs.time - prev_time_;
     if (dt > 0.0) {
-      // At 1 s ticks, x / 1 is x: no division (the latency of two dependent ones was most of
-      // this policy's time in the simulator).
-      const double change = measurement_ - prev_measurement_;
-      const double raw = dt == 1.0 ? change : change / dt;
+      const double raw = divide(measurement_ - prev_measurement_, dt);
       const double tau = params_.derivative_filter_seconds;
       const double alpha = tau > 0.0 ? derivative_gain_(dt, tau + dt) : 1.0;
       derivative_ += alpha * (raw - derivative_);

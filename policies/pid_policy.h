@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policies/last_quotient.h"
+#include "policies/quotients.h"
 #include "policies/policy.h"
 
 namespace lagpilot {

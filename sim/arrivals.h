@@ -106,11 +106,11 @@ class ArrivalGenerator {
           const double slot_length = length / static_cast<double>(used_slots);
           const int64_t base = quotient(n, count);
           const int64_t extra = n - base * count;
-          // Chunk i is in slot i / lanes: counted, not divided.
-          int64_t slot = 0;
-          int64_t in_slot = 0;
-          double from = segment_start_;
-          double to = slot + 1 == used_slots ? segment_end_ : from + slot_length;
+          // Chunk i is in slot i / lanes: counted, not divided (the first chunk opens slot 0).
+          int64_t slot = -1;
+          int64_t in_slot = lanes;
+          double from = 0.0;
+          double to = 0.0;
           for (int64_t i = 0; i < count; ++i) {
             if (in_slot == lanes) {
               in_slot = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "policies/config_reader.h"
+#include "policies/quotients.h"
 #include "sim/arrivals.h"
 #include "sim/prefetched_stream.h"
 
@@ -614,9 +615,8 @@ ModelSample ConsumerModel::sample(double now) {
   s.productive_workers = productive;
   s.busy_now = busy_;
   const double window = now - window_start_;
-  const double area = busy_area_ - window_busy_area_start_;
-  // At 1 s ticks the window is 1 and area / 1 is area: no division's latency on every sample.
-  s.busy_mean = window == 1.0 ? area : window > 0.0 ? area / window : busy_rate_sum_;
+  s.busy_mean =
+      window > 0.0 ? divide(busy_area_ - window_busy_area_start_, window) : busy_rate_sum_;
   if (config_.sink_concurrency > 0.0) {
     s.sink_pushback = s.busy_mean > config_.sink_concurrency
                           ? (s.busy_mean - config_.sink_concurrency) / s.busy_mean

@@ -141,11 +141,6 @@ struct ModelSample {
   double sink_pushback = -1.0;
 };
 
-// Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
-// (completions, warm-ups) sit in an EventHeap ordered by (time, sequence); arrivals are pushed
-// in from outside by the caller in time order, interleaved with run_next_event() by comparing
-// times (so the heap only ever holds at most one event per worker), or, for per-message arrivals
-// drawn ahead, handed over a tick window at a time (run_window: the same interleaving).
 // A stack of worker slots with room for every slot there is (reserve() as slots are added), so
 // that a push never reallocates: std::vector's push_back, with its reallocation path, was not
 // inlined in the model's event loop (about 2 % of a run's instructions). Vector-like names.
@@ -168,6 +163,11 @@ class SlotStack {
   std::size_t size_ = 0;
 };
 
+// Algorithm: see the header comment. An event-driven multi-server FIFO queue whose own events
+// (completions, warm-ups) sit in an EventHeap ordered by (time, sequence); arrivals are pushed
+// in from outside by the caller in time order, interleaved with run_next_event() by comparing
+// times (so the heap only ever holds at most one event per worker), or, for per-message arrivals
+// drawn ahead, handed over a tick window at a time (run_window: the same interleaving).
 class ConsumerModel {
  public:
   // `batch_fidelity` selects how a chunk's service time is drawn (one draw per message when

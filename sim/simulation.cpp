@@ -246,7 +246,7 @@ class SimRun {
     slot_ = slot;
     if (!leader_) arrivals_.replay_counts(tape);
     // Acquire: a follower's last reads of this run's records and copies come before its leave.
-    recording_ = !records_.empty() && followers_.load(std::memory_order_acquire) > 0;
+    recording_ = followers_.load(std::memory_order_acquire) > 0;
     if (recording_) {
       records_[slot].resize(static_cast<std::size_t>(to - from));
       BlockStart& start = block_starts_[slot];

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "policies/observation.h"
+#include "policies/quotients.h"
 #include "sim/consumer_model.h"
 
 namespace lagpilot::sim {
@@ -75,11 +76,9 @@ class ObservationBuilder {
   void fill(Observation& obs, double now, const ModelSample& m, int64_t arrived, int64_t lag,
             int64_t queue_depth, int partitions, bool explain) {
     const double window = now - previous_time_;
-    // Counts over the window, per second. x / 1 is x, bit for bit: at the default 1 s tick the
-    // three divisions, whose latency was a third of the simulator's sampling, are left out.
+    // Counts over the window, per second (no division at a 1 s window: see divide()).
     const auto rate = [window](int64_t count) {
-      const double x = static_cast<double>(count);
-      return window == 1.0 ? x : window > 0 ? x / window : 0;
+      return window > 0 ? divide(static_cast<double>(count), window) : 0;
     };
     obs.time = now;
     obs.total_lag = lag;
