@@ -56,14 +56,16 @@ test-asan: deps
 	@ctest --test-dir $(ASAN) --output-on-failure -L unit -j $(TEST_JOBS)
 
 # The worker pool, the runtime's threaded parts without a broker (HTTP API against a ticking
-# controller, metrics, offset tracking) and the simulator's block scheduler under
-# ThreadSanitizer. kafka_test cannot run under it:
-# Debian's librdkafka starts its threads with C11 thrd_create, which GCC's TSan does not
+# controller, metrics, offset tracking), the simulator's block scheduler and its multi-threaded
+# runs (sim_test's Determinism and Tune cases) under ThreadSanitizer. kafka_test cannot run
+# under it: Debian's librdkafka starts its threads with C11 thrd_create, which GCC's TSan does not
 # intercept, so TSan crashes in the first librdkafka thread (docs/testing.md).
 test-tsan: deps
 	@cmake -S . -B $(TSAN) $(CMAKE_GEN) $(SANITIZER_FLAGS) -DLAGPILOT_SANITIZE=thread >/dev/null
-	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test block_pipeline_test
-	@ctest --test-dir $(TSAN) --output-on-failure -R '^(pool|controller|block_pipeline)_test$$'
+	@cmake --build $(TSAN) -j $(JOBS) --target pool_test controller_test block_pipeline_test \
+	  sim_test
+	@ctest --test-dir $(TSAN) --output-on-failure -j $(TEST_JOBS) \
+	  -R '^(pool|controller|block_pipeline|sim_threads)_test$$'
 
 # libFuzzer targets (clang + ASan + UBSan, the test-asan tree): their kept regression inputs,
 # then 20 s of fuzzing each from a temporary copy of their seed corpus (docs/fuzzing.md).
