@@ -172,42 +172,45 @@ Proposal PidPolicy::decide(const Observation& obs) {
   }
   workers_ = static_cast<int>(target);
   if (!obs.explain) return {workers_, {}};
+  return {workers_, reason()};
+}
 
+std::string PidPolicy::reason() const {
   const bool drain = drain_time_;
   // Appended piece by piece into one buffer: one allocation (the numbers are short strings).
-  std::string reason;
-  reason.reserve(128);
-  reason += drain ? "drain time " : "lag ";
-  reason += drain ? fixed(measurement_, 1) : fixed(measurement_, 0);
-  reason += drain ? " s vs setpoint " : " vs setpoint ";
-  reason += num(params_.setpoint);
-  if (drain) reason += " s";
+  std::string text;
+  text.reserve(128);
+  text += drain ? "drain time " : "lag ";
+  text += drain ? fixed(measurement_, 1) : fixed(measurement_, 0);
+  text += drain ? " s vs setpoint " : " vs setpoint ";
+  text += num(params_.setpoint);
+  if (drain) text += " s";
   if (effective_error_ == 0.0) {
-    reason += " (within dead band ";
-    reason += num(params_.dead_band);
-    reason += ")";
+    text += " (within dead band ";
+    text += num(params_.dead_band);
+    text += ")";
   }
-  reason += ": P ";
-  reason += signed_fixed(p_, 2);
-  reason += " I ";
-  reason += fixed(integral_, 2);
-  reason += " D ";
-  reason += signed_fixed(d_, 2);
-  reason += " = ";
-  reason += fixed(output_, 2);
-  reason += " -> ";
+  text += ": P ";
+  text += signed_fixed(p_, 2);
+  text += " I ";
+  text += fixed(integral_, 2);
+  text += " D ";
+  text += signed_fixed(d_, 2);
+  text += " = ";
+  text += fixed(output_, 2);
+  text += " -> ";
   if (floored_) {
-    reason += "held at ";
-    reason += std::to_string(workers_);
-    reason += " (busy ";
-    reason += fixed(busy_, 1);
-    reason += " workers at most ";
-    reason += num(params_.scale_down_utilization * 100);
-    reason += "% of the pool)";
+    text += "held at ";
+    text += std::to_string(workers_);
+    text += " (busy ";
+    text += fixed(busy_, 1);
+    text += " workers at most ";
+    text += num(params_.scale_down_utilization * 100);
+    text += "% of the pool)";
   } else {
-    reason += std::to_string(workers_);
+    text += std::to_string(workers_);
   }
-  return {workers_, std::move(reason)};
+  return text;
 }
 
 nlohmann::json PidPolicy::state() const {

@@ -119,6 +119,10 @@ class PidPolicy : public Policy {
 
  private:
   double measure(const Observation& obs) const;
+  // The decision's text, from the terms of the tick just decided. Out of line and cold: only a
+  // tick whose text is read (Observation::explain) builds it, and inlined it made decide()
+  // several times larger than its arithmetic, which the simulator runs at every tick.
+  [[gnu::cold, gnu::noinline]] std::string reason() const;
 
   PidParams params_;
   // params_.metric == "drain_time", compared once here instead of twice a tick.

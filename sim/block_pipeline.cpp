@@ -83,6 +83,8 @@ class Schedule {
     int64_t next = 0;  // blocks run
     bool busy = false;
     bool failed = false;
+    std::size_t lead = BlockPipeline::kNone;  // waits_for(), as last asked
+    bool leads = false;                       // an unfinished unit waits for this one
   };
   struct Piece {
     enum Kind { kProduce, kStep, kWait, kDone } kind;
@@ -106,17 +108,33 @@ class Schedule {
     if (!ended_ && !producing_ && produced_ - slowest < window_) {
       return Piece{Piece::kProduce, produced_};
     }
+    // Who leads whom, as last asked (a busy unit is not asked: its step may change the answer).
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      Unit& u = units_[i];
+      u.leads = false;
+      if (!u.busy && !finished(u)) {
+        const std::size_t lead = steps_.waits_for(i);
+        u.lead = lead < units_.size() ? lead : BlockPipeline::kNone;
+      }
+    }
+    for (const Unit& u : units_) {
+      if (!finished(u) && u.lead != BlockPipeline::kNone) units_[u.lead].leads = true;
+    }
     Piece best{Piece::kWait};
+    bool best_leads = false;
     for (std::size_t i = 0; i < units_.size(); ++i) {
       const Unit& u = units_[i];
       if (u.busy || finished(u) || u.next >= produced_) continue;
-      if (best.kind == Piece::kStep && u.next >= best.block) continue;
-      const std::size_t lead = steps_.waits_for(i);
-      if (lead != BlockPipeline::kNone && lead < units_.size()) {
-        const Unit& l = units_[lead];
+      if (best.kind == Piece::kStep &&
+          (best_leads > u.leads || (best_leads == u.leads && u.next >= best.block))) {
+        continue;
+      }
+      if (u.lead != BlockPipeline::kNone) {
+        const Unit& l = units_[u.lead];
         if (!finished(l) && l.next <= u.next) continue;
       }
       best = Piece{Piece::kStep, u.next, i};
+      best_leads = u.leads;
     }
     return best;
   }

@@ -8,9 +8,12 @@
 // another unit it waits for (its leader, whose records of the block it reads): it runs block b
 // only once that unit has run block b or has finished. A slot is produced again only once every
 // unfinished unit is past the block it held, so at most `window` blocks are alive and a unit is
-// never more than window - 1 blocks ahead of the slowest. Each thread repeatedly takes the ready
-// piece of work furthest behind (producing first: it unblocks everyone; then the unit with the
-// lowest next block, the lowest index on a tie), under one mutex, and runs it outside the mutex.
+// never more than window - 1 blocks ahead of the slowest. Each thread repeatedly takes a ready
+// piece of work, under one mutex, and runs it outside the mutex: producing first (it unblocks
+// everyone), then a unit that others wait for (a leader that runs ahead keeps its followers
+// ready: given the followers first, it fell behind them, and while it alone ran its next block
+// the other threads had nothing to do), then the unit with the lowest next block, the lowest
+// index on a tie.
 // Which thread runs what depends on timing; what each unit computes does not, since it sees
 // the same blocks and, through its leader's block, the same records in any schedule.
 //

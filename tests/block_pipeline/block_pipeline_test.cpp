@@ -83,6 +83,29 @@ TEST(BlockPipeline, EveryUnitRunsEveryBlockInOrderAfterItsLeader) {
   }
 }
 
+// A leader runs ahead of its followers as far as the window lets it: given the followers
+// first, it fell behind them, and then every other thread waited while it ran its next block.
+// With one thread the order is fixed: the leader (unit 1 here, so that the lowest index does not
+// favour it) runs the window's blocks before its first follower starts.
+TEST(BlockPipeline, ALeaderRunsAheadOfItsFollowers) {
+  const std::size_t none = BlockPipeline::kNone;
+  for (const std::size_t window : {2u, 4u}) {
+    Recorder r(3, window, 20);
+    std::vector<std::size_t> order;  // units, in the order their steps ran
+    auto steps = r.steps({1, none, 1});
+    const auto step = steps.step;
+    steps.step = [&](std::size_t unit, int64_t block, std::size_t slot) {
+      order.push_back(unit);
+      return step(unit, block, slot);
+    };
+    BlockPipeline::run(3, window, 1, steps);
+    ASSERT_EQ(order.size(), 60u);
+    for (std::size_t k = 0; k < window; ++k) {
+      EXPECT_EQ(order[k], 1u) << "step " << k << ", window " << window;
+    }
+  }
+}
+
 TEST(BlockPipeline, AFailedLeaderReleasesItsFollowers) {
   const std::size_t none = BlockPipeline::kNone;
   for (const int threads : {1, 2}) {
