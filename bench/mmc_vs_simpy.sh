@@ -10,6 +10,7 @@
 # to Erlang C's (goal: lagpilot within 1 %). On a shared machine the wall ratio moves with the
 # load (a run of a few seconds and one of minutes do not see the same load); the CPU ratio does
 # not, and it is the conservative figure (lagpilot's helper threads add CPU, not wall time).
+# Last, the process start alone (`lagpilot --version`), the fixed part of lagpilot's time.
 #
 #   bench/mmc_vs_simpy.sh                        # build/release/cli/lagpilot, 5 + 3 runs
 #   LAGPILOT=/tmp/lagpilot-baseline RUNS=9 SIMPY_RUNS=1 bench/mmc_vs_simpy.sh
@@ -129,3 +130,13 @@ print(f"mean wait: lagpilot {lp_wait:.5f} s ({lp_n} customers), simpy {sp_wait:.
       f"({sp_n} customers), Erlang C {erlang:.5f} s; lagpilot off by {err:.2f} % "
       f"(goal <= 1 %: {'met' if err <= 1 else 'NOT met'})")
 PY
+# The fixed part of lagpilot's whole-process time: loading the binary and its shared libraries
+# (librdkafka, OpenSSL, cpp-httplib, prometheus-cpp, which `sim` links but never calls) and
+# exiting, measured as `lagpilot --version`.
+starts=()
+for ((i = 0; i < 9; ++i)); do
+  read -r t _ _ < <(measure "$BIN" --version)
+  starts+=("$t")
+done
+start=$(printf '%s\n' "${starts[@]}" | median)
+awk -v s="$start" -v w="$lp" 'BEGIN { printf "process start (lagpilot --version, median of 9): %.1f ms, %.0f %% of lagpilot'"'"'s median wall\n", 1000 * s, 100 * s / w }'
