@@ -17,8 +17,9 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "tests/common/wait.h"
 
 namespace lagpilot {
 namespace {
@@ -47,18 +48,6 @@ class Signal {
   std::mutex mu_;
   std::condition_variable cv_;
 };
-
-// Polls `pred` until it holds (bounded), for state that worker threads change after the
-// handler returns (a run ending releases its messages), which no Signal can see.
-template <typename P>
-bool eventually(P pred) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitLimit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // Holds handlers until opened.
 class Gate {
@@ -257,11 +246,13 @@ TEST(LaneScheduler, CommitOffsetIsTheDonePrefixUnderOutOfOrderCompletion) {
   for (int i = 0; i < 6; ++i) batch.push_back(record(kTopic, 0, i, i % 2 == 0 ? &a : &b, kValue));
   f.dispatch(batch);
   ASSERT_TRUE(progress.wait([&] { return finished_b == 3 && at_offset_2; }));
-  // 0, 2 and 4: a run releases its messages from the unfinished count when it ends, which b's
-  // does on its worker a moment after its last handler returns.
-  ASSERT_TRUE(eventually([&] { return f.sched->unfinished() == 3; }))
-      << "unfinished: " << f.sched->unfinished();
+  // b's run ends on its worker a moment after its last handler returns: wait until only a's
+  // blocked worker is busy, so that b's task has returned.
+  ASSERT_TRUE(lagpilot::testing::wait_until(
+      [&] { return f.pool->busy() == 1 && f.pool->queue_depth() == 0; }, kWaitLimit.count()));
   EXPECT_EQ(f.sched->done_offset(kTopic, 0), 2);
+  // 0, 2 and 4: a run releases its messages from the unfinished count when it ends.
+  EXPECT_EQ(f.sched->unfinished(), 3);
   gate.open();
   ASSERT_TRUE(f.drain());
   EXPECT_EQ(f.sched->done_offset(kTopic, 0), 6);
