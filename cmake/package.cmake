@@ -20,7 +20,8 @@ set(package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/lagpilot)
 install(TARGETS ${exported} lagpilot_lagpilot EXPORT lagpilotTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS lagpilot RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Together: lagpilot execs lagpilot-live from its own directory (cli/commands.h).
+install(TARGETS lagpilot lagpilot-live RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/lagpilot/lagpilot.h
               ${PROJECT_BINARY_DIR}/include/lagpilot/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lagpilot)

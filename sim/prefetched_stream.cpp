@@ -5,7 +5,7 @@
 namespace lagpilot::sim {
 
 PrefetchedStream::PrefetchedStream(Fill fill) {
-  for (std::vector<double>& b : blocks_) b.resize(kBlock);
+  for (std::unique_ptr<double[]>& b : blocks_) b = std::make_unique_for_overwrite<double[]>(kBlock);
   producer_ = std::thread([this, f = std::move(fill)] { produce_blocks(f); });
 }
 
@@ -14,7 +14,7 @@ PrefetchedStream::~PrefetchedStream() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  changed_.notify_all();
+  block_free_.notify_one();
   producer_.join();
 }
 
@@ -23,31 +23,43 @@ void PrefetchedStream::fetch() {
   if (have_block_) {
     ++consumed_;
     have_block_ = false;
-    changed_.notify_all();
+    if (producer_waiting_ && producer_may_run()) block_free_.notify_one();
   }
-  changed_.wait(lock, [&] { return produced_ > consumed_ || finished_; });
+  if (produced_ == consumed_ && !finished_) {
+    consumer_waiting_ = true;
+    block_published_.wait(lock, [&] { return produced_ > consumed_ || finished_; });
+    consumer_waiting_ = false;
+  }
   if (produced_ == consumed_) {
     if (failure_) std::rethrow_exception(failure_);
     throw std::logic_error("PrefetchedStream: read past the last value");
   }
   const std::size_t b = consumed_ % kBlocks;
   have_block_ = true;
-  at_ = blocks_[b].data();
+  at_ = blocks_[b].get();
   end_ = at_ + sizes_[b];
+}
+
+bool PrefetchedStream::producer_may_run() const {
+  return stop_ || produced_ - consumed_ <= kBlocks - kRefillBlocks;
 }
 
 double* PrefetchedStream::acquire_block() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return stop_ || produced_ - consumed_ < kBlocks; });
+  if (!stop_ && produced_ - consumed_ == kBlocks) {
+    producer_waiting_ = true;
+    block_free_.wait(lock, [&] { return producer_may_run(); });
+    producer_waiting_ = false;
+  }
   if (stop_) return nullptr;
-  return blocks_[produced_ % kBlocks].data();
+  return blocks_[produced_ % kBlocks].get();
 }
 
 void PrefetchedStream::publish_block(std::size_t filled) {
   std::lock_guard lock(mutex_);
   sizes_[produced_ % kBlocks] = filled;
   ++produced_;
-  changed_.notify_all();
+  if (consumer_waiting_) block_published_.notify_one();
 }
 
 void PrefetchedStream::produce_blocks(const Fill& fill) {
@@ -65,7 +77,7 @@ void PrefetchedStream::produce_blocks(const Fill& fill) {
   }
   std::lock_guard lock(mutex_);
   finished_ = true;
-  changed_.notify_all();
+  if (consumer_waiting_) block_published_.notify_one();
 }
 
 }  // namespace lagpilot::sim

@@ -8,9 +8,13 @@
 // the consumer reads a published block to its end, then hands it back. A block changes hands under
 // the mutex (once per kBlock values), never a single value, so the per-value cost on either side is
 // a store or a load. The producer waits while every block is full, the consumer while none is
-// published. The producer may stop (a short fill) at any point; reading past the last value emitted
-// is an error (std::logic_error), as is anything the producer throws (rethrown at the read that
-// would have needed the missing values).
+// published. A side notifies the other only when that one is asleep, and a full ring wakes the
+// producer only once half of it is free again: on a virtual machine a futex wake-up costs tens of
+// microseconds of the waking thread's time, and the simulating thread (the consumer) is the one
+// a run waits for. Without the hysteresis a producer that is faster than its consumer (the usual
+// case) slept and woke once per block. The producer may stop (a short fill) at any point; reading
+// past the last value emitted is an error (std::logic_error), as is anything the producer throws
+// (rethrown at the read that would have needed the missing values).
 //
 // The simulator uses it for random streams that do not depend on what a run does (per-message
 // arrival times, per-message service times), so that a spare core draws them while the run
@@ -24,9 +28,9 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace lagpilot::sim {
 
@@ -38,6 +42,8 @@ class PrefetchedStream {
 
   static constexpr std::size_t kBlock = 8192;  // values per block
   static constexpr std::size_t kBlocks = 8;    // blocks in the ring (512 KB in all)
+  // A producer that found the ring full waits until this many blocks are free.
+  static constexpr std::size_t kRefillBlocks = kBlocks / 2;
 
   explicit PrefetchedStream(Fill fill);
   PrefetchedStream(const PrefetchedStream&) = delete;
@@ -68,17 +74,25 @@ class PrefetchedStream {
   const double* end_ = nullptr;
   bool have_block_ = false;
 
-  // mutex_ guards produced_, consumed_, finished_, stop_, failure_ and sizes_. Block i (mod
-  // kBlocks) belongs to the producer from the moment it is free (consumed_ passed it) until it
-  // is published (produced_ passed it), then to the consumer until consumed_ passes it.
+  // Whether the producer may go on: a block is free, after a wait kRefillBlocks of them.
+  bool producer_may_run() const;
+
+  // mutex_ guards produced_, consumed_, the two waiting flags, finished_, stop_, failure_ and
+  // sizes_. Block i (mod kBlocks) belongs to the producer from the moment it is free (consumed_
+  // passed it) until it is published (produced_ passed it), then to the consumer until consumed_
+  // passes it.
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable block_free_;       // the producer waits on it
+  std::condition_variable block_published_;  // the consumer waits on it
   std::size_t produced_ = 0;
   std::size_t consumed_ = 0;
+  bool producer_waiting_ = false;
+  bool consumer_waiting_ = false;
   bool finished_ = false;  // the producer returned: no block will be published any more
   bool stop_ = false;
   std::exception_ptr failure_;
-  std::array<std::vector<double>, kBlocks> blocks_;
+  // Not zeroed: the producer's first writes fault the pages in on its own thread.
+  std::array<std::unique_ptr<double[]>, kBlocks> blocks_;
   std::array<std::size_t, kBlocks> sizes_{};
   std::thread producer_;  // last: starts once everything above is constructed
 };

@@ -43,6 +43,8 @@ struct ExecSinkConfig {
   std::vector<std::string> command;  // argv; command[0] is looked up in PATH
   double timeout_seconds = 30;       // for one reply
   double restart_backoff_seconds = 0.1;
+  // The backoff doubles up to this, and a configured one may not exceed it.
+  static constexpr double kMaxRestartBackoffSeconds = 30;
 
   // Reads {"command", "timeout_seconds", "restart_backoff_seconds"} of the "handler" object
   // (the caller reads "type"); throws ConfigError naming the JSON path.

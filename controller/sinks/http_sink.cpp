@@ -13,37 +13,13 @@
 #include <vector>
 
 #include "controller/sinks/exec_sink.h"
+#include "controller/sinks/http_header_checks.h"
 #include "policies/config_reader.h"
 
 namespace lagpilot {
-namespace {
 
-bool is_token_char(unsigned char c) {
-  return std::isalnum(c) ||
-         std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-}
-
-// A header httplib may send as is: a token name and a value without control characters (a CR
-// or LF in a value would split the request).
-bool sendable_header(std::string_view name, std::string_view value) {
-  if (name.empty()) return false;
-  for (unsigned char c : name) {
-    if (!is_token_char(c)) return false;
-  }
-  for (unsigned char c : value) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
-  }
-  return true;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
+using http_header::iequals;
+using http_header::sendable_header;
 
 const char* delivery_result_name(DeliveryResult result) {
   switch (result) {
@@ -55,41 +31,6 @@ const char* delivery_result_name(DeliveryResult result) {
       return "permanent";
   }
   return "?";
-}
-
-HttpSinkConfig HttpSinkConfig::from_json(const nlohmann::json& j, const std::string& path) {
-  HttpSinkConfig c;
-  JsonObjectReader r(j, path);
-  r.raw("type");  // read by the caller, which chose this sink
-  r.read("url", c.url);
-  r.read("timeout_seconds", c.timeout_seconds, 0.001, 3600.0);
-  r.read("ce_source", c.ce_source);
-  r.read("ce_type", c.ce_type);
-  r.read("ca_file", c.ca_file);
-  if (const nlohmann::json* h = r.raw("headers")) {
-    const std::string hpath = r.path_of("headers");
-    if (!h->is_object()) throw ConfigError(hpath, "must be an object of header names to strings");
-    for (const auto& [name, value] : h->items()) {
-      if (!value.is_string()) throw ConfigError(hpath + "." + name, "must be a string");
-      if (!sendable_header(name, value.get<std::string>())) {
-        throw ConfigError(hpath + "." + name,
-                          "is not a valid HTTP header (token name, no control characters)");
-      }
-      c.headers[name] = value.get<std::string>();
-    }
-  }
-  r.finish();
-  if (c.url.empty()) throw ConfigError(r.path_of("url"), "required for the http handler");
-  return c;
-}
-
-void HttpSinkConfig::write_keys(nlohmann::json& j) const {
-  j["url"] = url;
-  j["timeout_seconds"] = timeout_seconds;
-  j["headers"] = headers;
-  j["ce_source"] = ce_source;
-  j["ce_type"] = ce_type;
-  if (!ca_file.empty()) j["ca_file"] = ca_file;
 }
 
 namespace {

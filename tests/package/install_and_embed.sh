@@ -17,7 +17,7 @@ step() { echo "== $*"; }
 step "cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in include/lagpilot/lagpilot.h include/lagpilot/version.h lib/cmake/lagpilot/lagpilotConfig.cmake \
-         lib/liblagpilot_policies.a lib/liblagpilot_controller.a bin/lagpilot; do
+         lib/liblagpilot_policies.a lib/liblagpilot_controller.a bin/lagpilot bin/lagpilot-live; do
   [[ -e $prefix/$f ]] || { echo "missing from the install: $f"; exit 1; }
 done
 
@@ -46,4 +46,8 @@ version=$("$prefix/bin/lagpilot" --version)
 package_version=$(sed -n 's/^set(PACKAGE_VERSION "\([^"]*\)")$/\1/p' "$prefix/lib/cmake/lagpilot/lagpilotConfigVersion.cmake")
 echo "$version (package $package_version)"
 [[ $version == "lagpilot $package_version" ]] || { echo "version mismatch"; exit 1; }
+# A live command goes from the installed lagpilot to the installed lagpilot-live beside it.
+step "$prefix/bin/lagpilot run --help"
+"$prefix/bin/lagpilot" run --help | grep -q -- "--print-config" ||
+  { echo "lagpilot run --help did not reach lagpilot-live"; exit 1; }
 echo "ok"
