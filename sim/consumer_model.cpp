@@ -277,6 +277,9 @@ int ConsumerModel::new_worker_slot() {
     free_slots_.pop_back();
     return w;
   }
+  if (workers_.size() > EventHeap::kMaxSlot) {
+    throw std::length_error("simulated consumer: more than 2^24 worker slots");
+  }
   workers_.emplace_back();
   busy_index_.push_back(-1);  // sized with workers_: add_busy() needs no check
   // A slot is at most once in each of these (SlotStack: room for every slot, no reallocation).
@@ -304,7 +307,7 @@ void ConsumerModel::free_worker(int w) {
   Worker& k = workers_[w];
   k.state = WorkerState::kFree;
   k.retiring = false;
-  ++k.generation;
+  k.event_seq = kNoEvent;
   free_slots_.push_back(w);
 }
 
@@ -347,7 +350,7 @@ void ConsumerModel::start(int w, double now, const ArrivalChunk& chunk, bool bat
   }
   k.chunk = chunk;
   busy_rate_sum_ += rate;
-  events_.schedule(end, EventPayload{static_cast<uint32_t>(w), k.generation});
+  k.event_seq = events_.schedule(end, static_cast<uint32_t>(w));
 }
 
 bool ConsumerModel::take_next(double now, ArrivalChunk& chunk) {
@@ -442,9 +445,9 @@ void ConsumerModel::handle_top_event(bool batch) {
   // The event stays at the heap's root while it is handled: a completion that starts the
   // worker's next message schedules it in the event's place (EventHeap::handle_top).
   const auto e = events_.handle_top();
-  const int w = static_cast<int>(e.payload.worker);
+  const int w = static_cast<int>(e.slot);
   Worker& k = workers_[w];
-  if (k.generation == e.payload.generation) {  // else the worker was removed meanwhile
+  if (k.event_seq == e.seq) {  // else the worker was removed meanwhile
     if (k.state == WorkerState::kBusy) {
       complete(w, e.time, batch);
     } else if (k.state == WorkerState::kWarming) {
@@ -478,7 +481,7 @@ template <class Source>
 int64_t ConsumerModel::run_window(double t1, Source& arrivals, double& next_arrival) {
   // The comparisons run on EventHeap keys (the doubles' order as integers): the root's key is
   // read as it is, and an arrival's time is turned into a key once.
-  using Heap = EventHeap<EventPayload>;
+  using Heap = EventHeap;
   const uint64_t end = Heap::key_of(t1);
   double ta = next_arrival;
   uint64_t arrival = Heap::key_of(ta);
@@ -525,7 +528,7 @@ void ConsumerModel::resize(double now, int workers) {
       if (config_.warmup_seconds > 0.0) {
         k.state = WorkerState::kWarming;
         k.ready_at = now + config_.warmup_seconds;
-        events_.schedule(k.ready_at, EventPayload{static_cast<uint32_t>(w), k.generation});
+        k.event_seq = events_.schedule(k.ready_at, static_cast<uint32_t>(w));
       } else {
         become_productive(w, now);
       }

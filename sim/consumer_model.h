@@ -241,7 +241,9 @@ class ConsumerModel {
   struct Worker {
     WorkerState state = WorkerState::kFree;
     bool retiring = false;
-    uint32_t generation = 0;  // bumped when the slot is freed: stale events are ignored
+    // The sequence number of the worker's pending event (kNoEvent: none). An event whose number
+    // is not this one is stale (its worker was removed meanwhile) and is ignored.
+    uint64_t event_seq = kNoEvent;
     int busy_at_start = 0;
     double ready_at = 0.0;   // warming: when productive
     double start = 0.0;      // busy: service start
@@ -250,10 +252,7 @@ class ConsumerModel {
     double busy_rate = 0.0;  // work / (end - start): fraction of the worker actually busy
     ArrivalChunk chunk;
   };
-  struct EventPayload {
-    uint32_t worker;
-    uint32_t generation;
-  };
+  static constexpr uint64_t kNoEvent = ~uint64_t{0};  // above every EventHeap sequence number
 
   // A FIFO ring buffer of chunks (grows by doubling; never allocates in steady state).
   class ChunkQueue {
@@ -334,7 +333,7 @@ class ConsumerModel {
   double base_p50_ = 0.0, base_p99_ = 0.0;
   std::vector<double> stretch_table_;
 
-  EventHeap<EventPayload> events_;
+  EventHeap events_;  // the slots of the workers whose events they are
   std::vector<Worker> workers_;
   SlotStack free_slots_;
   SlotStack idle_;               // productive idle workers (a stack: the last one idled goes first)
