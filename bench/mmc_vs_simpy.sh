@@ -17,7 +17,7 @@
 #   CUSTOMERS=200000 bench/mmc_vs_simpy.sh       # a quicker look
 #   BASELINE=/tmp/lagpilot-before bench/mmc_vs_simpy.sh   # and an older lagpilot beside it
 #
-# Needs /usr/bin/python3 with python3-simpy and /usr/bin/time (scripts/install-deps.sh).
+# Needs /usr/bin/python3 with python3-simpy (scripts/install-deps.sh).
 set -euo pipefail
 
 BIN=${LAGPILOT:-build/release/cli/lagpilot}
@@ -50,16 +50,10 @@ cat >"$work/mmc.json" <<'JSON'
 }
 JSON
 
-# Runs "$@" under /usr/bin/time; prints "wall_seconds max_rss_kb cpu_seconds". The wall time
-# comes from the clock in nanoseconds around it: /usr/bin/time's is in hundredths of a second,
-# a tenth of lagpilot's whole run here (so the ratio moved by 10 % with the rounding).
+# Runs "$@"; prints "wall_seconds max_rss_kb cpu_seconds" of that process alone, from its start
+# to its exit (bench/time_process.py: no other process in the timed span).
 measure() {
-  local t0 t1
-  t0=$(date +%s%N)
-  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" >"$work/out" 2>"$work/err" ||
-    { cat "$work/err" >&2; exit 1; }
-  t1=$(date +%s%N)
-  awk -v ns=$((t1 - t0)) '{ printf "%.4f %s %.2f\n", ns / 1e9, $2, $3 + $4 }' "$work/time"
+  "$here/time_process.py" "$work/out" "$work/err" "$@" || { cat "$work/err" >&2; exit 1; }
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
