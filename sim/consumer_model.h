@@ -302,10 +302,14 @@ class ConsumerModel {
                                             bool batch);            // arrive()
   [[gnu::always_inline]] inline void handle_top_event(bool batch);  // run_next_event()
   void become_productive(int w, double now);
-  void integrate_busy(double now) {
-    busy_area_ += busy_rate_sum_ * (now - busy_since_);
+  // The busy-worker time integral up to `now` (`batch`: batch_fidelity_). One message a worker
+  // keeps every worker busy all the time it holds one, so there the busy rate is busy_ itself
+  // (busy_rate_sum_, a sum of 1.0s, would be the same number) and is not kept.
+  void integrate_busy(double now, bool batch) {
+    busy_area_ += busy_rate(batch) * (now - busy_since_);
     busy_since_ = now;
   }
+  double busy_rate(bool batch) const { return batch ? busy_rate_sum_ : static_cast<double>(busy_); }
   double draw_work(int64_t count);
   // Table lookup for whole numbers of busy workers (the table grows on first use of a count).
   double stretch_of(int busy) {
@@ -353,7 +357,7 @@ class ConsumerModel {
   double total_service_ = 0.0;
 
   // Window measurements.
-  double busy_rate_sum_ = 0.0;
+  double busy_rate_sum_ = 0.0;  // batch fidelity: the busy workers' rates (busy_rate)
   double busy_area_ = 0.0;
   double busy_since_ = 0.0;
   double window_start_ = 0.0;

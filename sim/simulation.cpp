@@ -67,7 +67,7 @@ class SimulatedConsumer final : public Sampler, public Actuator {
   void resize(int workers) override {
     if (source_) {
       requested_ = workers;  // SimRun::step decides whether the run can go on following
-    } else {
+    } else if (workers != model_.pool_size()) {  // else the model would do nothing
       model_.resize(now_, workers);
     }
   }
