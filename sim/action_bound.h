@@ -45,9 +45,23 @@
 //   policy can meet the worker-seconds goal and the actions goal together on that trace (in the
 //   fluid model, as the oracle itself: simulator noise may move a real run a little either way).
 //
-// Not covered: the SLO goal allows a policy some avoidable seconds above the SLO; the bound
-// keeps the lag within the SLO outside the unavoidable ticks (as the oracle does). A policy
-// that spends its SLO allowance could go below it.
+// The SLO allowance: the SLO goal lets a policy spend some avoidable ticks above the SLO (A, in
+// ActionBoundOptions::slo_allowance_ticks), which could buy back worker-seconds. With A = 0 the
+// bound keeps the lag within the SLO outside the unavoidable ticks U, as the oracle does. With
+// A > 0 it bounds every schedule with at most A ticks above the SLO outside U, by a second
+// Lagrange multiplier: the DP runs with a soft SLO (OracleOptions::lag_ceiling, slo_price sigma:
+// a tick ending above the SLO, outside U, pays sigma), and
+//         g(price, sigma) = V(price, sigma) - price K - sigma A
+// is a lower bound for every price and sigma >= 0, by the same weak duality. The argument above
+// carries over: the clipped sliding minimum p of a schedule n has a lag no higher than n's, so
+// no more ticks above the SLO. The soft DP also needs a finite lag ceiling C, a constraint of its
+// own; C is chosen so that no schedule with at most |U| + A ticks above the SLO can exceed it
+// (a run of ticks above the SLO is at most that long, and within it the lag rises at most by the
+// arrivals less what the fewest workers serve: lag_ceiling_of in action_bound.cpp), so it cuts
+// off none of the schedules bounded. The search: for each sigma, the price search as above
+// (started at the last sigma's best price); over sigma, which h(sigma) = max over the price of g
+// is concave in, doubling from 0 until the best probe's ticks above the SLO are at most A, then
+// bisection on the integers, at most ActionBoundOptions::max_slo_prices values of sigma.
 //
 // Upper side: at every probed price the DP's pool schedule is replayed through the fluid model
 // (evaluate_fluid); if it takes at most K actions and keeps the SLO, it is a real schedule with
@@ -80,24 +94,34 @@ struct ActionBoundOptions {
   // stops with the bound it has (valid, perhaps not the largest), and a budget that no schedule
   // meets is then not proven infeasible.
   int64_t max_price = int64_t{1} << 15;
+  // A: ticks above the SLO outside the unavoidable ones that the bounded schedules may have (the
+  // SLO goal's allowance, in ticks). 0: none, the lag within the SLO (as the oracle). With A > 0
+  // max_solves counts per value of the SLO price, and at most max_slo_prices are tried.
+  int64_t slo_allowance_ticks = 0;
+  int max_slo_prices = 8;
   OracleOptions oracle;  // checkpoint_ticks; split_at_calm is moot (off with a price)
 };
 
 // One price tried.
 struct ActionBoundProbe {
   int64_t price = 0;
+  int64_t slo_price = 0;       // sigma (0 without an SLO allowance)
   int64_t priced_optimum = 0;  // V(price)
   int64_t changes = 0;         // of the DP optimum found, or its reversals (a supergradient + K)
-  int64_t value = 0;           // g(price) = V(price) - price x K: a lower bound
+  int64_t value = 0;           // g(price) = V(price) - price x K (- sigma A): a lower bound
+  int64_t slo_ticks = 0;       // the DP optimum's ticks above the SLO outside U (soft SLO)
   int pool_actions = 0;        // scale actions of its pool schedule (fluid replay)
   int pool_reversals = 0;      // ... and its direction reversals
   int64_t pool_worker_ticks = 0;
-  bool pool_keeps_slo = false;  // no tick above the SLO outside the unavoidable ones
+  int64_t pool_slo_ticks = 0;   // ... and its ticks above the SLO outside the unavoidable ones
+  bool pool_keeps_slo = false;  // pool_slo_ticks <= A (no such tick when A = 0)
 };
 
 struct ActionBound {
-  bool reversals = false;  // the budget counts reversals (reversal_budget_bound)
-  int64_t budget = 0;      // K (or R)
+  bool reversals = false;           // the budget counts reversals (reversal_budget_bound)
+  int64_t budget = 0;               // K (or R)
+  int64_t slo_allowance_ticks = 0;  // A
+  double lag_ceiling = 0.0;         // C, the soft SLO's ceiling (A > 0)
   double tick_seconds = 1.0;
   int64_t oracle_worker_ticks = 0;  // price 0: the oracle's optimum
   int oracle_actions = 0;           // ... and its pool's scale actions
@@ -105,13 +129,15 @@ struct ActionBound {
   // False: even at a price above any cost difference the DP needs more than K changes: no
   // schedule with at most K actions keeps the SLO (bound_worker_ticks is then meaningless).
   bool budget_feasible = true;
-  int64_t bound_worker_ticks = 0;    // the largest g found: a lower bound
-  int64_t best_price = 0;            // where
-  bool exact = false;                // a DP optimum with exactly K changes attained the bound
-  bool has_witness = false;          // a real schedule with <= K actions within the SLO
+  int64_t bound_worker_ticks = 0;  // the largest g found: a lower bound
+  int64_t best_price = 0;          // where
+  int64_t best_slo_price = 0;      // ... and at which sigma
+  bool exact = false;  // a DP optimum within the budgets, each priced one used up, attained it
+  bool has_witness = false;  // a real schedule with <= K actions within the SLO (or A ticks off)
   int64_t witness_worker_ticks = 0;  // its worker-ticks (an upper bound on the least)
   int witness_actions = 0;
   int witness_reversals = 0;
+  int64_t witness_slo_ticks = 0;
   int64_t witness_price = 0;
   std::vector<ActionBoundProbe> probes;  // in the order tried
 

@@ -124,25 +124,38 @@ struct OracleOptions {
   // (three times the work) and needs a warm-up of whole ticks. 0: off. Used by
   // reversal_budget_bound (sim/action_bound.h).
   int64_t reversal_price = 0;
+  // A soft SLO, for bounds on schedules that spend some ticks above it (sim/action_bound.h):
+  // above 0 (and at least the lag SLO), a tick outside U may end with any lag up to this
+  // ceiling, and each tick that ends above the SLO pays slo_price worker-ticks (>= 0). 0 (the
+  // default): the SLO is a hard cap outside U, as the oracle's objective says. The ceiling is a
+  // constraint of its own: choose it above every lag the schedules to be bounded can reach.
+  // Like the prices it turns the calm-stretch split off.
+  double lag_ceiling = 0.0;
+  int64_t slo_price = 0;
 };
 
 struct OracleResult {
   // Pool size during tick k = [k T, (k+1) T), k = 0 .. K-1; workers[0] = initial_workers. Kept
   // as runs: its memory grows with the schedule's changes, not with the trace's length.
   WorkerSchedule workers;
-  int64_t worker_ticks = 0;        // sum of workers (worker-seconds / T)
+  int64_t worker_ticks = 0;  // sum of workers (worker-seconds / T)
   // The DP's optimum; equals worker_ticks (a self-check). With a change price: the worker-ticks
   // of the DP's schedule, priced_optimum - change_price x productive_changes (worker_ticks, the
   // pool's, may be less if that schedule has a dip shorter than the warm-up); with a reversal
-  // price, minus reversal_price x productive_reversals too.
+  // price, minus reversal_price x productive_reversals too, and slo_price x priced_slo_ticks.
   int64_t bound_worker_ticks = 0;
-  int64_t change_price = 0;        // OracleOptions::change_price
-  int64_t priced_optimum = 0;      // min over schedules of worker-ticks + the prices
-  int64_t productive_changes = 0;  // ticks in which the DP schedule's productive count changes
-  int64_t reversal_price = 0;      // OracleOptions::reversal_price
+  int64_t change_price = 0;          // OracleOptions::change_price
+  int64_t priced_optimum = 0;        // min over schedules of worker-ticks + the prices
+  int64_t productive_changes = 0;    // ticks in which the DP schedule's productive count changes
+  int64_t reversal_price = 0;        // OracleOptions::reversal_price
   int64_t productive_reversals = 0;  // ... its changes against the previous one (with the price)
-  int64_t unavoidable_ticks = 0;   // ticks above the SLO even at max workers (|U|)
-  int64_t ticks_above_slo = 0;     // of `workers` in the fluid model; equals unavoidable_ticks
+  double lag_ceiling = 0.0;          // OracleOptions::lag_ceiling
+  int64_t slo_price = 0;             // OracleOptions::slo_price
+  // Ticks outside U at whose end the DP schedule's lag is above the SLO (with a lag ceiling).
+  int64_t priced_slo_ticks = 0;
+  int64_t unavoidable_ticks = 0;  // ticks above the SLO even at max workers (|U|)
+  // Of `workers` in the fluid model; equals unavoidable_ticks (with a lag ceiling it may be more).
+  int64_t ticks_above_slo = 0;
   int warmup_ticks = 0;            // m: whole ticks a new worker is charged before it is productive
   double warmup_fraction = 0.0;    // f: W = (m + f) T
   int best_workers = 0;            // the highest-capacity count the oracle allows itself

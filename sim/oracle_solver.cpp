@@ -55,10 +55,26 @@ class OracleSolver {
                                   std::to_string(options.reversal_price));
     }
     reversal_price_ = options.reversal_price;
+    if (!(options.lag_ceiling >= 0.0) || options.slo_price < 0 ||
+        options.slo_price > kMaxChangePrice) {
+      throw std::invalid_argument("oracle: lag_ceiling must be >= 0 and slo_price in [0, " +
+                                  std::to_string(kMaxChangePrice) + "]");
+    }
+    if (options.slo_price > 0 && options.lag_ceiling == 0.0) {
+      throw std::invalid_argument(
+          "oracle: slo_price needs a lag_ceiling (the SLO is hard without)");
+    }
+    if (options.lag_ceiling > 0.0 && options.lag_ceiling < static_cast<double>(config.lag_slo)) {
+      throw std::invalid_argument("oracle: lag_ceiling " + std::to_string(options.lag_ceiling) +
+                                  " is below the lag SLO " + std::to_string(config.lag_slo));
+    }
+    soft_slo_ = options.lag_ceiling > 0.0;
+    ceiling_ = options.lag_ceiling;
+    slo_price_ = options.slo_price;
     // The calm-stretch split rests on an exchange argument that a price breaks: with a price on
     // changes an optimal schedule may rather hold a raised pool through a calm stretch than drop
     // to min_workers and rise again (two changes). So a priced DP runs over the whole trace.
-    split_calm_ = options.split_at_calm && price_ == 0 && reversal_price_ == 0;
+    split_calm_ = options.split_at_calm && price_ == 0 && reversal_price_ == 0 && !soft_slo_;
     tick_ = config.tick_seconds;
     ticks_ = tick_count(trace, tick_);
     slo_ = static_cast<double>(config.lag_slo);
@@ -144,7 +160,17 @@ class OracleSolver {
         [](int64_t t, const std::pair<int64_t, int64_t>& r) { return t < r.first; });
     return after != unavoidable_.begin() && j <= std::prev(after)->second;
   }
-  double slo_of(int64_t j) const { return unavoidable(j) ? kInf : slo_; }
+  // The largest lag allowed at the end of tick j: the SLO (or, soft, the ceiling) outside U.
+  double cap_of(int64_t j) const { return unavoidable(j) ? kInf : soft_slo_ ? ceiling_ : slo_; }
+  // Whether a tick ending above the SLO counts against it (soft SLO, outside U), paying the SLO
+  // price (which may be 0).
+  bool priced_above(int64_t j) const { return soft_slo_ && !unavoidable(j); }
+  // f, or f with the SLO price on tick-end lags above the SLO (into priced_) when tick j pays it.
+  const StepFn& with_slo_price(int64_t j, const StepFn& f) {
+    if (slo_price_ == 0 || !priced_above(j)) return f;
+    add_price_above(f, slo_, slo_price_, priced_);
+    return priced_;
+  }
   // p_j, written in ascending j by the forward passes; the ticks they skip (calm) are min_.
   void set_productive(int64_t j, int p) {
     if (j < productive_.size()) throw std::logic_error("oracle: forward pass out of order");
@@ -177,6 +203,9 @@ class OracleSolver {
   OracleOptions options_;
   int64_t price_ = 0;           // OracleOptions::change_price
   int64_t reversal_price_ = 0;  // OracleOptions::reversal_price
+  bool soft_slo_ = false;       // OracleOptions::lag_ceiling > 0
+  double ceiling_ = 0.0;        // OracleOptions::lag_ceiling
+  int64_t slo_price_ = 0;       // OracleOptions::slo_price
   // States per productive count: 1, or 3 with a reversal price (the direction of the last
   // change: none, up, down); a value-function set holds dirs_ x (pmax_ + 1) functions, the
   // direction d's at d x (pmax_ + 1) + q.
@@ -205,6 +234,7 @@ class OracleSolver {
   int q_ = 0;                            // forward pass state
   double lag_ = 0;                       // forward pass state
   int64_t path_cost_ = 0;
+  int64_t path_slo_ticks_ = 0;  // forward pass: priced ticks ending above the SLO
   int64_t mismatches_ = 0;
   int64_t dp_ticks_ = 0;
   int segments_ = 0;
@@ -219,6 +249,7 @@ class OracleSolver {
   PieceCursor cursor_;
   std::vector<StepFn> g_, y_, stay_;
   StepFn acc_;
+  StepFn priced_;  // with_slo_price's result
   std::vector<double> scratch_;
 };
 
@@ -295,12 +326,12 @@ void OracleSolver::backward_step(int64_t j, const std::vector<StepFn>& next,
   load_tick(j);
   const Ranges r = ranges(j);
   const Ranges prev = ranges(j - 1);
-  const double cap = slo_of(j);
+  const double cap = cap_of(j);
   // G_p: the tick's second part (or all of it) with p^b = p, plus the tick's charge p.
   const double mid_lo = split_ ? 0.0 : lo;
   const double mid_hi = split_ ? kInf : hi;
   for (int p = r.b_lo; p <= r.b_hi; ++p) {
-    transform(next[p], map_b(p), cap, p, mid_lo, mid_hi, g_[p]);
+    transform(with_slo_price(j, next[p]), map_b(p), cap, p, mid_lo, mid_hi, g_[p]);
   }
   // With a change price: S_q, the tick with the productive count held at q (no removal, no
   // addition), before the running minima below mix in the changes.
@@ -371,11 +402,11 @@ void OracleSolver::directed_step(int64_t j, const std::vector<StepFn>& next,
   load_tick(j);
   const Ranges r = ranges(j);
   const Ranges prev = ranges(j - 1);
-  const double cap = slo_of(j);
+  const double cap = cap_of(j);
   const int n = pmax_ + 1;
   for (int d = 0; d < 3; ++d) {
     for (int p = r.b_lo; p <= r.b_hi; ++p) {
-      transform(next[d * n + p], map_b(p), cap, p, lo, hi, g_[d * n + p]);
+      transform(with_slo_price(j, next[d * n + p]), map_b(p), cap, p, lo, hi, g_[d * n + p]);
     }
   }
   // y_[p] = min over p' >= p of G_up(p') + m (p' - p): the cheapest way up to p or beyond.
@@ -446,7 +477,8 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
     const Ranges r = ranges(j);
     const std::vector<StepFn>& next =
         pool_[static_cast<std::size_t>(sets[static_cast<std::size_t>(j - sets_first)])];
-    const double cap = slo_of(j);
+    const double cap = cap_of(j);
+    const bool priced = priced_above(j);
     int64_t best = kInfCost;
     int best_p = -1;
     // With a reversal price: the direction after choosing p, and whether p reverses.
@@ -459,10 +491,11 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
       if (a < r.a_lo || a > r.a_hi) continue;
       const double lag = advance(lag_, a, p);
       if (lag > cap + kLagTol) continue;
+      const int64_t above = priced && lag > slo_ + kLagTol ? slo_price_ : 0;
       const int64_t rest = next[(dirs_ > 1 ? dir_of(p) : 0) * (pmax_ + 1) + p].eval(lag);
       if (rest >= kInfCost) continue;
       const int64_t total = rest + p + static_cast<int64_t>(m_) * (p - a) + (p != q_ ? price_ : 0) +
-                            (reversal(p) ? reversal_price_ : 0);
+                            (reversal(p) ? reversal_price_ : 0) + above;
       if (total < best || (total == best && std::abs(p - q_) < std::abs(best_p - q_))) {
         best = total;
         best_p = p;
@@ -475,6 +508,10 @@ void OracleSolver::forward(int64_t from, int64_t to, const std::vector<int>& set
     }
     path_cost_ += best_p + static_cast<int64_t>(m_) * (best_p - std::min(q_, best_p));
     path_cost_ += (best_p != q_ ? price_ : 0) + (reversal(best_p) ? reversal_price_ : 0);
+    if (priced && best_lag > slo_ + kLagTol) {
+      path_cost_ += slo_price_;
+      ++path_slo_ticks_;
+    }
     d_ = dir_of(best_p);
     set_productive(j, best_p);
     q_ = best_p;
@@ -514,7 +551,7 @@ void OracleSolver::solve_segment(int64_t s, int64_t e, int q0) {
       const int pb = r.grow ? r.b_hi : std::min(q, r.b_hi);
       lo = advance(lo, std::min(q, pb), pb);
       q = pb;
-      hi = std::min(slo_of(j), advance(hi, r.a_lo, r.b_lo));
+      hi = std::min(cap_of(j), advance(hi, r.a_lo, r.b_lo));
       if (lo > hi + kLagTol) {
         throw std::logic_error("oracle: empty lag range at tick " + std::to_string(j));
       }
@@ -585,6 +622,7 @@ OracleResult OracleSolver::solve() {
   y_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   stay_.assign(static_cast<std::size_t>(pmax_) + 1, StepFn{});
   objective_ = 0;
+  path_slo_ticks_ = 0;
   int64_t next = 1;
   auto busy = [&](int64_t s, int64_t e) {
     if (s > e) return;
@@ -621,8 +659,12 @@ OracleResult OracleSolver::solve() {
     if (last_direction != 0 && direction != last_direction) ++result.productive_reversals;
     last_direction = direction;
   }
+  result.lag_ceiling = ceiling_;
+  result.slo_price = slo_price_;
+  result.priced_slo_ticks = path_slo_ticks_;
   result.bound_worker_ticks = objective_ - price_ * result.productive_changes -
-                              reversal_price_ * result.productive_reversals;
+                              reversal_price_ * result.productive_reversals -
+                              slo_price_ * path_slo_ticks_;
   result.workers = pool_schedule();
   const auto& runs = result.workers.runs();
   for (std::size_t r = 0; r < runs.size(); ++r) {

@@ -86,6 +86,34 @@ inline void transform(const StepFn& f, const LagMap& m, double cap, int64_t add,
   }
 }
 
+// out(y) = f(y) + price where y > slo, f(y) where y <= slo: the cost to go of a tick-end lag y
+// with a price on ending the tick above the SLO. Still a non-decreasing step function: its level
+// set k is {y <= min(thr[k], slo)} united with {slo < y <= thr[k - price]}, i.e.
+// y <= max(min(thr[k], slo), thr[k - price]) (thr past its end: its last threshold; before its
+// start: empty). out is never f.
+inline void add_price_above(const StepFn& f, double slo, int64_t price, StepFn& out) {
+  out.base = f.base;
+  if (!f.feasible() || price <= 0 || f.thr.back() <= slo) {  // nothing above the SLO to price
+    out.thr.assign(f.thr.begin(), f.thr.end());
+    if (!f.feasible()) out.set_infeasible();
+    return;
+  }
+  const std::size_t n = f.thr.size();
+  const auto p = static_cast<std::size_t>(price);
+  const double* in = f.thr.data();
+  const double last = in[n - 1];
+  // Levels from n - 1 + price on equal the last threshold (+infinity or not): the list ends there.
+  out.thr.resize(n + p);
+  double* o = out.thr.data();
+  for (std::size_t k = 0; k < n + p; ++k) {
+    const double own = std::min(k < n ? in[k] : last, slo);
+    o[k] = k >= p ? std::max(own, in[k - p]) : own;
+  }
+  std::size_t len = out.thr.size();
+  while (len >= 2 && o[len - 2] == o[len - 1]) --len;
+  out.thr.resize(len);
+}
+
 // out (levels from base db) = pointwise max of the level sets of dst (from base db) and src
 // (from base sb >= db): the level sets of min(f, g). Beyond the end of a list its last threshold
 // holds. out may be dst itself (in place); otherwise one pass reads both lists and writes out,

@@ -105,7 +105,10 @@ const TraceActionBound* action_bound_of(const Scoreboard& b, const std::string& 
 bool pair_impossible(const Scoreboard& b, const std::string& trace, bool reversals) {
   const TraceActionBound* a = action_bound_of(b, trace);
   if (a == nullptr || (reversals && !a->has_reversal_bound)) return false;
-  const ActionBound& x = reversals ? a->reversal_bound : a->bound;
+  // With the SLO allowance's bound, that one: it covers the schedules that spend the allowance.
+  const ActionBound& x = !reversals         ? a->bound
+                         : a->has_slo_bound ? a->slo_bound
+                                            : a->reversal_bound;
   return std::string(action_budget_verdict(x, b.goals.max_worker_seconds_ratio)) == "impossible";
 }
 
@@ -128,7 +131,11 @@ std::vector<std::string> reversal_bound_header(const ScoreboardGoals& g) {
           "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= R reversals",
           "both budgets: bound / oracle",
           "witness / oracle (actions, reversals)",
-          "ws with <= K actions and <= R reversals"};
+          "ws with <= K actions and <= R reversals",
+          "A (ticks above the SLO)",
+          "<= R reversals and <= A: bound / oracle",
+          "witness / oracle (reversals, ticks above)",
+          "ws <= " + text::num(g.max_worker_seconds_ratio) + "x with <= R reversals and <= A"};
 }
 
 std::vector<std::string> reversal_bound_row(const Scoreboard& b, const TraceActionBound& a) {
@@ -153,7 +160,18 @@ std::vector<std::string> reversal_bound_row(const Scoreboard& b, const TraceActi
                 std::to_string(a.joint.witness_actions) + ", " +
                 std::to_string(a.joint.witness_reversals) + ")"
           : "-",
-      joint_budget_verdict(a.joint, a.bound.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)};
+      joint_budget_verdict(a.joint, a.bound.oracle_worker_ticks, b.goals.max_worker_seconds_ratio),
+      a.has_slo_bound ? std::to_string(a.slo_bound.slo_allowance_ticks) : "-",
+      !a.has_slo_bound              ? "-"
+      : a.slo_bound.budget_feasible ? text::fixed(a.slo_bound.bound_ratio(), 3) + "x"
+                                    : "inf",
+      a.has_slo_bound && a.slo_bound.has_witness
+          ? text::fixed(a.slo_bound.witness_ratio(), 3) + "x (" +
+                std::to_string(a.slo_bound.witness_reversals) + ", " +
+                std::to_string(a.slo_bound.witness_slo_ticks) + ")"
+          : "-",
+      a.has_slo_bound ? action_budget_verdict(a.slo_bound, b.goals.max_worker_seconds_ratio)
+                      : "not needed"};
 }
 
 std::vector<std::string> action_bound_header(const ScoreboardGoals& g) {
@@ -221,6 +239,18 @@ int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoa
   if (hpa == nullptr) return -1;
   return static_cast<int64_t>(
       std::floor(goals.max_actions_ratio * double(hpa->kpis.scale_actions) + 1e-9));
+}
+
+int64_t slo_allowance_ticks_of(const std::vector<RunResult>& runs, double tick_seconds,
+                               const ScoreboardGoals& goals) {
+  const RunResult* hpa = find_reference(runs, "hpa");
+  if (hpa == nullptr || !(tick_seconds > 0.0)) return -1;
+  const RunResult* oracle = find_reference(runs, "oracle");
+  const double unavoidable = oracle ? oracle->kpis.seconds_above_slo : 0.0;
+  const double hpa_avoidable = std::max(0.0, hpa->kpis.seconds_above_slo - unavoidable);
+  const double allowed =
+      goals.avoidable_slo_factor * hpa_avoidable + goals.avoidable_slo_allowance_seconds;
+  return static_cast<int64_t>(std::floor(allowed / tick_seconds + 1e-9));
 }
 
 int64_t reversal_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals) {
@@ -398,7 +428,8 @@ std::string format_scoreboard(const Scoreboard& b) {
     if (reversal_rows.size() > 1) {
       out << "the same with at most R = floor(" << text::num(b.goals.max_reversals_ratio)
           << " x HPA's) direction reversals (any number of actions; witness: a schedule with "
-             "<= R reversals, its actions beside K):\n";
+             "<= R reversals, its actions beside K; the last columns: at most A ticks above "
+             "the SLO as well, the SLO goal's allowance, where needed):\n";
       format_rows(out, reversal_rows);
     }
   }
@@ -523,6 +554,38 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
             {"verdict",
              joint_budget_verdict(z, x.oracle_worker_ticks, b.goals.max_worker_seconds_ratio)}};
       }
+      if (a.has_slo_bound) {
+        const ActionBound& w = a.slo_bound;
+        nlohmann::json sigma = nlohmann::json::array();
+        for (const ActionBoundProbe& p : w.probes) {
+          sigma.push_back({{"price", p.price},
+                           {"slo_price", p.slo_price},
+                           {"reversals", p.changes},
+                           {"ticks_above_slo", p.slo_ticks},
+                           {"bound_worker_ticks", p.value}});
+        }
+        bounds.back()["reversals_and_slo_allowance"] = {
+            {"budget", w.budget},
+            {"slo_allowance_ticks", w.slo_allowance_ticks},
+            {"lag_ceiling", w.lag_ceiling},
+            {"budget_feasible", w.budget_feasible},
+            {"bound_worker_seconds", w.budget_feasible ? nlohmann::json(w.bound_worker_seconds())
+                                                       : nlohmann::json(nullptr)},
+            {"bound_ratio",
+             w.budget_feasible ? nlohmann::json(w.bound_ratio()) : nlohmann::json(nullptr)},
+            {"best_price", w.best_price},
+            {"best_slo_price", w.best_slo_price},
+            {"exact", w.exact},
+            {"solves", w.probes.size()},
+            {"witness_worker_seconds",
+             w.has_witness ? nlohmann::json(w.witness_worker_seconds()) : nlohmann::json(nullptr)},
+            {"witness_reversals",
+             w.has_witness ? nlohmann::json(w.witness_reversals) : nlohmann::json(nullptr)},
+            {"witness_ticks_above_slo",
+             w.has_witness ? nlohmann::json(w.witness_slo_ticks) : nlohmann::json(nullptr)},
+            {"verdict", action_budget_verdict(w, b.goals.max_worker_seconds_ratio)},
+            {"probes", std::move(sigma)}};
+      }
     }
     out["action_bounds"] = std::move(bounds);
   }
@@ -584,7 +647,10 @@ void write_scoreboard_table(std::ostringstream& out, const Scoreboard& b) {
          "possible: a schedule with at most K actions found on the way does; open: neither "
          "shown. The second table: the same with at most R = floor("
       << html_escape(text::num(b.goals.max_reversals_ratio))
-      << " x HPA's) reversals, and with both budgets at once.</p>\n";
+      << " x HPA's) reversals, with both budgets at once, and with at most R reversals and "
+         "at most A ticks above the SLO outside the unavoidable ones (the SLO goal's "
+         "allowance; computed where the bound within the SLO leaves the answer open or "
+         "impossible).</p>\n";
 }
 
 }  // namespace lagpilot::sim

@@ -111,6 +111,12 @@ struct TraceActionBound {
   bool has_reversal_bound = false;
   ActionBound reversal_bound;
   JointBound joint;  // both budgets (when has_reversal_bound)
+  // At most R reversals and at most A = slo_allowance_ticks_of ticks above the SLO outside the
+  // unavoidable ones (ActionBoundOptions::slo_allowance_ticks): what the reversals and SLO goals
+  // allow together. Computed where the bound within the SLO does not already show a schedule
+  // that meets the worker-seconds goal with R reversals (the allowance could only help there).
+  bool has_slo_bound = false;
+  ActionBound slo_bound;
 };
 
 struct Scoreboard {
@@ -143,6 +149,12 @@ int64_t action_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoa
 // R for the reversal-budget bound: floor(goals.max_reversals_ratio x HPA's reversals); -1
 // without an HPA run.
 int64_t reversal_budget_of(const std::vector<RunResult>& runs, const ScoreboardGoals& goals = {});
+// A for the bound with the SLO allowance: the avoidable seconds the SLO goal allows on this
+// trace (goals.avoidable_slo_factor x HPA's avoidable + goals.avoidable_slo_allowance_seconds,
+// HPA's avoidable being its seconds above the SLO less the oracle's), in whole ticks of
+// `tick_seconds`; -1 without an HPA run.
+int64_t slo_allowance_ticks_of(const std::vector<RunResult>& runs, double tick_seconds,
+                               const ScoreboardGoals& goals = {});
 
 // The text table: one row per policy, then the traces on which each non-reference policy
 // misses a goal, then (when computed) the action-budget bound per trace; a trace on which no

@@ -1,7 +1,8 @@
 // The oracle's building blocks that were rewritten for speed, against the plain versions they
 // replace: transform (bisection for the list's end) and merge_above (one pass into another list)
-// on random step functions, and PieceCursor against trace_pieces on bins and ticks whose
-// divisions round. The DP's results rest on these being the same values, bit for bit.
+// on random step functions, add_price_above against the pointwise sum it stands for, and
+// PieceCursor against trace_pieces on bins and ticks whose divisions round. The DP's results rest
+// on these being the same values, bit for bit.
 #include "sim/oracle_step_fn.h"
 
 #include <gtest/gtest.h>
@@ -117,6 +118,34 @@ TEST(OracleStepFn, MergeIntoAnotherListEqualsTheMergeInPlace) {
       const int64_t ga = g.eval(lag);
       const int64_t want = std::min(a.eval(lag), ga >= kInfCost ? kInfCost : ga + add);
       ASSERT_EQ(elsewhere.eval(lag), want) << "case " << i << " lag " << lag;
+    }
+  }
+}
+
+TEST(OracleStepFn, PriceAboveTheSloIsThePointwiseSum) {
+  // By hand: f = 0 up to lag 2, 1 up to 8, infeasible beyond; a price of 3 above an SLO of 5:
+  // 0 up to 2, 1 up to 5, 4 up to 8 (the levels 2 and 3 empty, so at 5 too).
+  StepFn f;
+  f.base = 0;
+  f.thr = {2.0, 8.0};
+  StepFn g;
+  add_price_above(f, 5.0, 3, g);
+  EXPECT_EQ(g.base, 0);
+  EXPECT_EQ(g.thr, (std::vector<double>{2.0, 5.0, 5.0, 5.0, 8.0}));
+  EXPECT_EQ(g.eval(6.0), 4);
+  EXPECT_EQ(g.eval(9.0), kInfCost);
+  // At random: f(y) + price where y > slo, at lags on and between the thresholds.
+  std::mt19937 rng(14);
+  for (int i = 0; i < 20000; ++i) {
+    const StepFn a = random_fn(rng);
+    const int64_t price = std::uniform_int_distribution<int>(0, 6)(rng);
+    const double slo = std::uniform_int_distribution<int>(-2, 40)(rng) * 1.25;
+    StepFn priced;
+    add_price_above(a, slo, price, priced);
+    for (double lag = -5.0; lag <= 120.0; lag += 1.25) {
+      const int64_t fa = a.eval(lag);
+      const int64_t want = fa >= kInfCost ? kInfCost : fa + (lag > slo ? price : 0);
+      ASSERT_EQ(priced.eval(lag), want) << "case " << i << " lag " << lag << " slo " << slo;
     }
   }
 }

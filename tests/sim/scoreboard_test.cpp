@@ -183,6 +183,51 @@ TEST(Scoreboard, ActionBoundsMarkTracesWhereTheGoalsCannotBeMetTogether) {
   EXPECT_NE(html.str().find("<table id=\"reversal-bound\""), std::string::npos);
 }
 
+TEST(Scoreboard, TheSloAllowanceBoundDecidesWhetherWsAndReversalsAreImpossible) {
+  // A: 0.25 x HPA's avoidable + 60 s, in ticks: a 0.25 x (110 - 10) + 60 = 85 s, b
+  // 0.25 x 400 + 60 = 160 s; at 2 s ticks 42 and 80 (whole ticks, down).
+  EXPECT_EQ(slo_allowance_ticks_of(two_traces()[0].runs, 1.0), 85);
+  EXPECT_EQ(slo_allowance_ticks_of(two_traces()[0].runs, 2.0), 42);
+  EXPECT_EQ(slo_allowance_ticks_of(two_traces()[1].runs, 2.0), 80);
+  EXPECT_EQ(slo_allowance_ticks_of({run("p", "pid", 1, 0, 0, 0, 1)}, 1.0), -1);
+
+  // b: within the SLO, 3 reversals need 1.3x (impossible); with 160 ticks above it allowed the
+  // bound is only 1.1x and no witness is known: open, so the mark goes.
+  Scoreboard b = build_scoreboard(two_traces(), 44.3);
+  TraceActionBound on_b;
+  on_b.trace = "b";
+  on_b.hpa_reversals = 6;
+  on_b.bound.oracle_worker_ticks = 2000;
+  on_b.bound.bound_worker_ticks = 2000;
+  on_b.has_reversal_bound = true;
+  on_b.reversal_bound.reversals = true;
+  on_b.reversal_bound.budget = 3;
+  on_b.reversal_bound.oracle_worker_ticks = 2000;
+  on_b.reversal_bound.bound_worker_ticks = 2600;
+  on_b.has_slo_bound = true;
+  on_b.slo_bound = on_b.reversal_bound;
+  on_b.slo_bound.slo_allowance_ticks = 160;
+  on_b.slo_bound.bound_worker_ticks = 2200;
+  b.action_bounds = {on_b};
+  std::string text = format_scoreboard(b);
+  EXPECT_EQ(text.find("(ws and reversals together: impossible)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.100x"), std::string::npos) << text;
+  nlohmann::json j = scoreboard_to_json(b);
+  EXPECT_EQ(j["action_bounds"][0]["reversals"]["verdict"], "impossible");
+  EXPECT_EQ(j["action_bounds"][0]["reversals_and_slo_allowance"]["verdict"], "open");
+  EXPECT_EQ(j["action_bounds"][0]["reversals_and_slo_allowance"]["slo_allowance_ticks"], 160);
+  // With the allowance spent the bound is still 1.2x: impossible, marked.
+  b.action_bounds[0].slo_bound.bound_worker_ticks = 2400;
+  text = format_scoreboard(b);
+  EXPECT_NE(text.find("(ws and reversals together: impossible)"), std::string::npos) << text;
+  j = scoreboard_to_json(b);
+  EXPECT_EQ(j["action_bounds"][0]["reversals_and_slo_allowance"]["verdict"], "impossible");
+  // A trace whose bound within the SLO already has a witness needs no allowance bound.
+  b.action_bounds[0].has_slo_bound = false;
+  EXPECT_NE(format_scoreboard(b).find("not needed"), std::string::npos);
+  EXPECT_FALSE(scoreboard_to_json(b)["action_bounds"][0].contains("reversals_and_slo_allowance"));
+}
+
 TEST(Scoreboard, TracesMustHaveTheSameRuns) {
   std::vector<TraceRuns> t = two_traces();
   std::swap(t[1].runs[0], t[1].runs[1]);
