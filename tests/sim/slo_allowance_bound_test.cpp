@@ -105,16 +105,29 @@ Trace tiny_trace(std::mt19937& rng, const SimConfig& c, int max_w, int ticks) {
   return rates_of(std::move(rates));
 }
 
+// A random tiny instance (7 ticks, a pool of 0-2 or 1-3 workers) with all of its schedules.
+struct TinyCase {
+  SimConfig config;
+  Trace trace;
+  GuardConfig guards;
+  AllSchedules schedules;
+};
+TinyCase tiny_case(std::mt19937& rng, int instance) {
+  const int min_w = instance % 2, max_w = min_w + 2, ticks = 7;
+  TinyCase k;
+  k.config = tiny_config(rng, instance, min_w);
+  k.trace = tiny_trace(rng, k.config, max_w, ticks);
+  k.guards = bounds(min_w, max_w);
+  k.schedules = every_schedule(k.trace, k.config, min_w, max_w, ticks);
+  return k;
+}
+
 TEST(SloAllowanceBound, SoftSloDpAgainstBruteForceOnTinyTraces) {
   std::mt19937 rng(20261204);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   int exact_cases = 0, priced_above = 0;
   for (int instance = 0; instance < 90; ++instance) {
-    const int min_w = instance % 2, max_w = min_w + 2, ticks = 7;
-    const SimConfig c = tiny_config(rng, instance, min_w);
-    const Trace t = tiny_trace(rng, c, max_w, ticks);
-    const GuardConfig g = bounds(min_w, max_w);
-    const AllSchedules a = every_schedule(t, c, min_w, max_w, ticks);
+    const auto [c, t, g, a] = tiny_case(rng, instance);
     const double slo = static_cast<double>(c.lag_slo);
     const double ceiling = slo + unit(rng) * 40.0 + 0.5;
     for (const int64_t sigma : {0, 1, 3, 8}) {
@@ -162,11 +175,7 @@ TEST(SloAllowanceBound, BoundsEverySchedulesWithinTheBudgetsOnTinyTraces) {
   std::mt19937 rng(20261205);
   int checked = 0, witnesses = 0, below_hard = 0;
   for (int instance = 0; instance < 60; ++instance) {
-    const int min_w = instance % 2, max_w = min_w + 2, ticks = 7;
-    const SimConfig c = tiny_config(rng, instance, min_w);
-    const Trace t = tiny_trace(rng, c, max_w, ticks);
-    const GuardConfig g = bounds(min_w, max_w);
-    const AllSchedules a = every_schedule(t, c, min_w, max_w, ticks);
+    const auto [c, t, g, a] = tiny_case(rng, instance);
     const double slo = static_cast<double>(c.lag_slo);
     for (const int64_t allowance : {int64_t{1}, int64_t{2}}) {
       for (int64_t budget = 0; budget <= 1; ++budget) {
