@@ -206,6 +206,23 @@ std::vector<std::string> action_bound_row(const Scoreboard& b, const TraceAction
           action_budget_verdict(x, b.goals.max_worker_seconds_ratio)};
 }
 
+// The JSON fields of a reversal-budget bound, with or without the SLO allowance.
+nlohmann::json budget_bound_json(const ActionBound& y, double max_ratio) {
+  const auto or_null = [](bool has, auto value) {
+    return has ? nlohmann::json(value) : nlohmann::json(nullptr);
+  };
+  return {{"budget", y.budget},
+          {"budget_feasible", y.budget_feasible},
+          {"bound_worker_seconds", or_null(y.budget_feasible, y.bound_worker_seconds())},
+          {"bound_ratio", or_null(y.budget_feasible, y.bound_ratio())},
+          {"best_price", y.best_price},
+          {"exact", y.exact},
+          {"solves", y.probes.size()},
+          {"witness_worker_seconds", or_null(y.has_witness, y.witness_worker_seconds())},
+          {"witness_reversals", or_null(y.has_witness, y.witness_reversals)},
+          {"verdict", action_budget_verdict(y, max_ratio)}};
+}
+
 void format_rows(std::ostringstream& out, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width(rows.front().size(), 0);
   for (const auto& r : rows) {
@@ -522,23 +539,10 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
            {"probes", std::move(probes)}});
       const ActionBound& y = a.reversal_bound;
       if (a.has_reversal_bound) {
-        bounds.back()["reversals"] = {
-            {"budget", y.budget},
-            {"budget_feasible", y.budget_feasible},
-            {"bound_worker_seconds", y.budget_feasible ? nlohmann::json(y.bound_worker_seconds())
-                                                       : nlohmann::json(nullptr)},
-            {"bound_ratio",
-             y.budget_feasible ? nlohmann::json(y.bound_ratio()) : nlohmann::json(nullptr)},
-            {"best_price", y.best_price},
-            {"exact", y.exact},
-            {"solves", y.probes.size()},
-            {"witness_worker_seconds",
-             y.has_witness ? nlohmann::json(y.witness_worker_seconds()) : nlohmann::json(nullptr)},
-            {"witness_reversals",
-             y.has_witness ? nlohmann::json(y.witness_reversals) : nlohmann::json(nullptr)},
-            {"witness_scale_actions",
-             y.has_witness ? nlohmann::json(y.witness_actions) : nlohmann::json(nullptr)},
-            {"verdict", action_budget_verdict(y, b.goals.max_worker_seconds_ratio)}};
+        nlohmann::json reversals = budget_bound_json(y, b.goals.max_worker_seconds_ratio);
+        reversals["witness_scale_actions"] =
+            y.has_witness ? nlohmann::json(y.witness_actions) : nlohmann::json(nullptr);
+        bounds.back()["reversals"] = std::move(reversals);
         const JointBound& z = a.joint;
         bounds.back()["both"] = {
             {"budget_feasible", z.budget_feasible},
@@ -564,27 +568,14 @@ nlohmann::json scoreboard_to_json(const Scoreboard& b) {
                            {"ticks_above_slo", p.slo_ticks},
                            {"bound_worker_ticks", p.value}});
         }
-        bounds.back()["reversals_and_slo_allowance"] = {
-            {"budget", w.budget},
-            {"slo_allowance_ticks", w.slo_allowance_ticks},
-            {"lag_ceiling", w.lag_ceiling},
-            {"budget_feasible", w.budget_feasible},
-            {"bound_worker_seconds", w.budget_feasible ? nlohmann::json(w.bound_worker_seconds())
-                                                       : nlohmann::json(nullptr)},
-            {"bound_ratio",
-             w.budget_feasible ? nlohmann::json(w.bound_ratio()) : nlohmann::json(nullptr)},
-            {"best_price", w.best_price},
-            {"best_slo_price", w.best_slo_price},
-            {"exact", w.exact},
-            {"solves", w.probes.size()},
-            {"witness_worker_seconds",
-             w.has_witness ? nlohmann::json(w.witness_worker_seconds()) : nlohmann::json(nullptr)},
-            {"witness_reversals",
-             w.has_witness ? nlohmann::json(w.witness_reversals) : nlohmann::json(nullptr)},
-            {"witness_ticks_above_slo",
-             w.has_witness ? nlohmann::json(w.witness_slo_ticks) : nlohmann::json(nullptr)},
-            {"verdict", action_budget_verdict(w, b.goals.max_worker_seconds_ratio)},
-            {"probes", std::move(sigma)}};
+        nlohmann::json spent = budget_bound_json(w, b.goals.max_worker_seconds_ratio);
+        spent["slo_allowance_ticks"] = w.slo_allowance_ticks;
+        spent["lag_ceiling"] = w.lag_ceiling;
+        spent["best_slo_price"] = w.best_slo_price;
+        spent["witness_ticks_above_slo"] =
+            w.has_witness ? nlohmann::json(w.witness_slo_ticks) : nlohmann::json(nullptr);
+        spent["probes"] = std::move(sigma);
+        bounds.back()["reversals_and_slo_allowance"] = std::move(spent);
       }
     }
     out["action_bounds"] = std::move(bounds);

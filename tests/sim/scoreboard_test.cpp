@@ -216,6 +216,20 @@ TEST(Scoreboard, TheSloAllowanceBoundDecidesWhetherWsAndReversalsAreImpossible) 
   EXPECT_EQ(j["action_bounds"][0]["reversals"]["verdict"], "impossible");
   EXPECT_EQ(j["action_bounds"][0]["reversals_and_slo_allowance"]["verdict"], "open");
   EXPECT_EQ(j["action_bounds"][0]["reversals_and_slo_allowance"]["slo_allowance_ticks"], 160);
+  // Both carry the budget's fields; neither has a witness here.
+  for (const char* key : {"reversals", "reversals_and_slo_allowance"}) {
+    const nlohmann::json& r = j["action_bounds"][0][key];
+    EXPECT_EQ(r["budget"], 3) << key;
+    EXPECT_EQ(r["budget_feasible"], true) << key;
+    EXPECT_TRUE(r["witness_worker_seconds"].is_null()) << key;
+    EXPECT_TRUE(r["witness_reversals"].is_null()) << key;
+  }
+  EXPECT_DOUBLE_EQ(j["action_bounds"][0]["reversals"]["bound_ratio"].get<double>(), 1.3);
+  EXPECT_DOUBLE_EQ(
+      j["action_bounds"][0]["reversals_and_slo_allowance"]["bound_ratio"].get<double>(), 1.1);
+  EXPECT_TRUE(j["action_bounds"][0]["reversals"]["witness_scale_actions"].is_null());
+  EXPECT_TRUE(
+      j["action_bounds"][0]["reversals_and_slo_allowance"]["witness_ticks_above_slo"].is_null());
   // With the allowance spent the bound is still 1.2x: impossible, marked.
   b.action_bounds[0].slo_bound.bound_worker_ticks = 2400;
   text = format_scoreboard(b);
