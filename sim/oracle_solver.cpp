@@ -8,14 +8,12 @@
 #include <utility>
 
 #include "sim/fluid_lag.h"
+#include "sim/oracle_checks.h"
 #include "sim/oracle_step_fn.h"
 #include "sim/worker_schedule.h"
 
 namespace lagpilot::sim::fluid {
 namespace {
-
-// OracleOptions::change_price at most this: price x changes (<= ticks) stays far below kInfCost.
-constexpr int64_t kMaxChangePrice = int64_t{1} << 40;
 
 // Ticks of a block of value functions that stays in the cache (see block_ticks).
 constexpr int64_t kCacheBlock = 64;
@@ -32,42 +30,9 @@ class OracleSolver {
   OracleSolver(const Trace& trace, const SimConfig& config, const GuardConfig& guards,
                const OracleOptions& options)
       : trace_(trace), options_(options), cursor_(trace) {
-    check_trace(trace, "oracle");
-    check_config(config, "oracle");
-    if (guards.min_workers < 0 || guards.max_workers < 1 ||
-        guards.min_workers > guards.max_workers) {
-      throw std::invalid_argument(
-          "oracle: guards need 0 <= min_workers <= max_workers, >= 1; got [" +
-          std::to_string(guards.min_workers) + ", " + std::to_string(guards.max_workers) + "]");
-    }
-    if (options.checkpoint_ticks < 1) {
-      throw std::invalid_argument("oracle: checkpoint_ticks must be >= 1");
-    }
-    if (options.change_price < 0 || options.change_price > kMaxChangePrice) {
-      throw std::invalid_argument("oracle: change_price must be in [0, " +
-                                  std::to_string(kMaxChangePrice) + "], got " +
-                                  std::to_string(options.change_price));
-    }
+    check_oracle_inputs(trace, config, guards, options);
     price_ = options.change_price;
-    if (options.reversal_price < 0 || options.reversal_price > kMaxChangePrice) {
-      throw std::invalid_argument("oracle: reversal_price must be in [0, " +
-                                  std::to_string(kMaxChangePrice) + "], got " +
-                                  std::to_string(options.reversal_price));
-    }
     reversal_price_ = options.reversal_price;
-    if (!(options.lag_ceiling >= 0.0) || options.slo_price < 0 ||
-        options.slo_price > kMaxChangePrice) {
-      throw std::invalid_argument("oracle: lag_ceiling must be >= 0 and slo_price in [0, " +
-                                  std::to_string(kMaxChangePrice) + "]");
-    }
-    if (options.slo_price > 0 && options.lag_ceiling == 0.0) {
-      throw std::invalid_argument(
-          "oracle: slo_price needs a lag_ceiling (the SLO is hard without)");
-    }
-    if (options.lag_ceiling > 0.0 && options.lag_ceiling < static_cast<double>(config.lag_slo)) {
-      throw std::invalid_argument("oracle: lag_ceiling " + std::to_string(options.lag_ceiling) +
-                                  " is below the lag SLO " + std::to_string(config.lag_slo));
-    }
     soft_slo_ = options.lag_ceiling > 0.0;
     ceiling_ = options.lag_ceiling;
     slo_price_ = options.slo_price;
