@@ -62,6 +62,7 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("reversal_window_seconds", p.reversal_window_seconds, 0.0, 86400.0);
   require_positive(r, "reversal_window_seconds", p.reversal_window_seconds);
   r.read("gap_hold_seconds", p.gap_hold_seconds, 0.0, 86400.0);
+  r.read("gap_hold_ratio", p.gap_hold_ratio, 0.0, 1e6);
   r.read("spike_lag", p.spike_lag, 0.0, 1e15);
   r.read("spike_min_seconds", p.spike_min_seconds, 0.0, 86400.0);
   r.read("spike_prior_seconds", p.spike_prior_seconds, 0.0, 86400.0);
@@ -99,6 +100,7 @@ nlohmann::json HybridParams::to_json() const {
           {"raw_burst_horizon_seconds", raw_burst_horizon_seconds},
           {"reversal_window_seconds", reversal_window_seconds},
           {"gap_hold_seconds", gap_hold_seconds},
+          {"gap_hold_ratio", gap_hold_ratio},
           {"spike_lag", spike_lag},
           {"spike_min_seconds", spike_min_seconds},
           {"spike_prior_seconds", spike_prior_seconds},
@@ -266,6 +268,15 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         std::max(lo, current));
     const bool draining = lag > params_.scale_down_lag_fraction * params_.lag_allowance;
     if (pending_down_ > 0 && (pending_down_ >= current || draining)) pending_down_ = 0;
+    // A paid-for step that the guards' window still holds back is dropped, with the surplus
+    // that paid for it, once the load is back above the target's capacity by burst_margin: the
+    // gap it was paid in is over, and shedding now would buy the workers back on the next tick.
+    if (pending_down_ > 0 &&
+        rate_fast_ > capacity(pending_down_) * (1.0 + params_.burst_margin)) {
+      pending_down_ = 0;
+      surplus_ = 0.0;
+      in_surplus_ = false;
+    }
     // A tick without surplus (the rate's noise back at the pool's size) leaves S alone: waste
     // already spent stays spent, and resetting on every noisy tick would hold a pool one worker
     // too large for as long as the noise touches the boundary. A backlog resets it.
@@ -279,8 +290,13 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     }
     // The gap hold: after a scale-up that reversed a scale-down, the surplus must also last as
     // long as the gap did before the next scale-down (a burst back after the same gap finds the
-    // pool still there).
-    const bool held = in_surplus_ && last_time_ - surplus_since_ < hold_;
+    // pool still there), but no longer than gap_hold_ratio x the time the pool was busy after
+    // that scale-up (a burst of seconds is not worth holding its workers through minutes).
+    double hold = hold_;
+    if (params_.gap_hold_ratio > 0.0 && in_surplus_ && changed_ && last_change_up_) {
+      hold = std::min(hold, params_.gap_hold_ratio * (surplus_since_ - last_change_time_));
+    }
+    const bool held = in_surplus_ && last_time_ - surplus_since_ < hold;
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
     // reaches it (the guards' stabilization window passes only a lasting recommendation, and a
     // target that followed the falling rate tick by tick would come out as many small steps).

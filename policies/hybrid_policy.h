@@ -76,8 +76,12 @@ struct HybridParams {
   // scale-down then also waits until its surplus has lasted as long as that gap, at most
   // gap_hold_seconds (>= 0; 0: off): a load whose bursts return after gaps of that length is
   // held through the next one instead of shed and bought back (two reversals).
+  // The hold is also at most gap_hold_ratio (>= 0; 0: no such limit) times as long as the pool
+  // was busy after that scale-up (until the surplus began): a burst of 30 s after a gap of 120 s
+  // holds its workers through at most 90 s of the next gap, not the whole 120 s.
   double reversal_window_seconds = 300.0;
   double gap_hold_seconds = 120.0;
+  double gap_hold_ratio = 3.0;
   // Spike absorption: a spike is a run of ticks whose arrival rate stays above (1 +
   // raw_burst_margin) x the capacity the pool had when it began (the raw burst's test); the
   // lengths of the last three spikes are remembered, and before the first one
@@ -161,7 +165,9 @@ struct HybridParams {
 //   backlog above that lag, a scale-up or any resize resets it); when S >= scale_down_cost the
 //   target is latched and proposed on every tick until the pool reaches it (the guards'
 //   stabilization window passes only a lasting recommendation, and a target that followed the
-//   falling rate tick by tick would come out as many small steps).
+//   falling rate tick by tick would come out as many small steps), unless the load returns
+//   first: r_fast above (1 + burst_margin) X(target) drops the latched target and S (on/off
+//   loads came back inside the guards' window, and the pool shed and bought back in one tick).
 // The rule is the optimal stopping rule for a falling load with a price per action: with the
 // need falling at s workers/s, acting when the wasted worker-seconds reach C gives steps of
 // sqrt(2 C s), which minimizes waste + C x actions per unit time.
@@ -179,7 +185,10 @@ struct HybridParams {
 // Gap hold (a reversal backoff): when a scale-up reverses a scale-down within
 // reversal_window_seconds, the gap g (from when the shed surplus began to the scale-up) is
 // remembered, and the next scale-down also needs its surplus to have lasted min(g,
-// gap_hold_seconds); that scale-down spends it. A load that returns after gaps like the last
+// gap_hold_seconds, gap_hold_ratio x b), b the time from that scale-up to when the surplus began
+// (how long the returned load kept the pool busy); that scale-down spends it. The ratio keeps a
+// burst of seconds from holding a pool of 16 through two minutes of the next gap (bursty event
+// traces), while loads that stay for minutes get the whole hold. A load that returns after gaps like the last
 // one is held through the next gap, as HPA's 300 s window holds it, instead of shed and bought
 // back (a down-up pair: two reversals, two actions); a steady fall, which reverses nothing,
 // sheds as before, and one that follows a reversal waits at most gap_hold_seconds longer. The

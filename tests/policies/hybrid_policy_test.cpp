@@ -339,26 +339,32 @@ TEST(HybridPolicy, PlateauStepGoesToWhatAScaleUpWouldChoose) {
 // Through the ControlLoop and its 60 s stabilization window: bursts of 750 msg/s (8 workers) with
 // gaps at 300 msg/s (4 workers). In the first gap (150 s) the pool sheds and buys the workers
 // back when the burst returns, a scale-up that reverses the scale-down; the gap hold then keeps
-// the pool through the second, shorter gap (90 s), where without the hold the latched
-// scale-down goes through after the burst is back and is bought back again (two more actions,
-// two more reversals). A steady fall afterwards still sheds promptly: the surplus the held gap
-// paid counts (waste spent stays spent), so its first step passes the 60 s window at once.
+// the pool through the second gap, as long as the first, where without the hold the pool sheds
+// again (its 4 surplus workers pay the price in 60 s, the window passes it 60 s later) and buys
+// the workers back (two more actions, two more reversals). A steady fall afterwards still sheds
+// promptly: the surplus the held gap paid counts (waste spent stays spent), so its first step
+// passes the 60 s window at once.
 double bursts_with_gaps(int s) {
   if (s < 600) return 750.0;
   if (s < 750) return 300.0;  // gap 1
   if (s < 1100) return 750.0;
-  if (s < 1190) return 300.0;  // gap 2
-  if (s < 1600) return 750.0;
+  if (s < 1250) return 300.0;  // gap 2
+  if (s < 1660) return 750.0;
   return 300.0;  // a steady fall
+}
+
+// 750 msg/s on 4 workers (1.9x) stays a burst of the fast average, sized for 8 workers: the raw
+// burst's sizing, which adds the lag of its first seconds, is tested above.
+HybridParams no_raw_bursts() {
+  HybridParams params;
+  params.raw_burst_margin = 1.0;
+  return params;
 }
 
 TEST(HybridPolicy, GapHoldKeepsThePoolThroughAGapLikeTheLastOne) {
   for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
-    HybridParams params;
+    HybridParams params = no_raw_bursts();
     params.gap_hold_seconds = hold;
-    // 750 msg/s on 4 workers (1.9x) stays a burst of the fast average, sized for 8 workers: the
-    // raw burst's sizing, which adds the lag of its first seconds, is tested above.
-    params.raw_burst_margin = 1.0;
     FluidPlant plant;
     plant.workers = 8;
     const auto pool = run_guarded(params, plant, 2400, bursts_with_gaps);
@@ -366,16 +372,74 @@ TEST(HybridPolicy, GapHoldKeepsThePoolThroughAGapLikeTheLastOne) {
     EXPECT_EQ(pool[749], 4) << "hold " << hold;  // shed in gap 1
     EXPECT_EQ(pool[800], 8) << "hold " << hold;  // bought back
     if (hold > 0.0) {
-      EXPECT_EQ(changes(pool, 800, 1600), 0);  // held through gap 2
+      EXPECT_EQ(changes(pool, 800, 1660), 0);  // held through gap 2
     } else {
-      EXPECT_EQ(changes(pool, 800, 1600), 2);  // shed and bought back again
+      EXPECT_EQ(changes(pool, 800, 1660), 2);  // shed and bought back again
     }
     // The steady fall: a first step within the price (about 70 s for 4 surplus workers) and the
     // 60 s window, and down to 4 within a few minutes.
-    EXPECT_LT(pool[1600 + 70 + 60 + 20], 8) << "hold " << hold;
-    EXPECT_EQ(pool[2000], 4) << "hold " << hold;
-    EXPECT_LE(changes(pool, 1600, 2400), 2) << "hold " << hold;
+    EXPECT_LT(pool[1660 + 70 + 60 + 20], 8) << "hold " << hold;
+    EXPECT_EQ(pool[2100], 4) << "hold " << hold;
+    EXPECT_LE(changes(pool, 1660, 2400), 2) << "hold " << hold;
   }
+}
+
+// A step paid for in a gap that the guards' window still holds back when the burst returns (a
+// gap of 90 s: 60 s to pay, then the window) is dropped, with the surplus that paid for it: the
+// pool does not shed on the burst's return and buy its workers back on the next tick, gap hold or
+// none.
+double bursts_with_a_short_gap(int s) {
+  if (s < 600) return 750.0;
+  if (s < 750) return 300.0;
+  if (s < 1100) return 750.0;
+  if (s < 1190) return 300.0;  // 90 s
+  if (s < 1600) return 750.0;
+  return 300.0;
+}
+
+TEST(HybridPolicy, APaidForStepIsDroppedWhenTheLoadReturnsFirst) {
+  for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
+    HybridParams params = no_raw_bursts();
+    params.gap_hold_seconds = hold;
+    FluidPlant plant;
+    plant.workers = 8;
+    const auto pool = run_guarded(params, plant, 2400, bursts_with_a_short_gap);
+    ASSERT_EQ(pool[800], 8) << "hold " << hold;
+    EXPECT_EQ(changes(pool, 800, 1600), 0) << "hold " << hold;
+    EXPECT_EQ(pool[2100], 4) << "hold " << hold;
+  }
+}
+
+// The gap hold is at most gap_hold_ratio x the time the returned burst kept the pool busy: after
+// a 30 s burst (the first gap 150 s, so the plain hold is 120 s) the pool sheds at least 30 s
+// sooner with the default ratio than without it.
+double a_short_burst_after_a_gap(int s) {
+  if (s < 600) return 750.0;
+  if (s < 750) return 300.0;
+  if (s < 780) return 750.0;  // 30 s
+  return 300.0;
+}
+
+TEST(HybridPolicy, GapHoldIsShortAfterAShortBurst) {
+  std::vector<int> shed_at;
+  for (const double ratio : {HybridParams{}.gap_hold_ratio, 0.0}) {
+    HybridParams params = no_raw_bursts();
+    params.gap_hold_ratio = ratio;
+    FluidPlant plant;
+    plant.workers = 8;
+    const auto pool = run_guarded(params, plant, 1400, a_short_burst_after_a_gap);
+    ASSERT_EQ(pool[749], 4) << "ratio " << ratio;
+    ASSERT_EQ(pool[790], 8) << "ratio " << ratio;  // bought back: a reversal
+    int t = 790;
+    while (t < 1400 && pool[t] == 8) ++t;
+    shed_at.push_back(t);
+  }
+  // Without the ratio: the 120 s hold and the 60 s window after the surplus began (about t =
+  // 780). With it the hold is at most 90 s, and the price (60 s for 4 surplus workers) binds
+  // once the short burst's busy time is that short.
+  EXPECT_GE(shed_at[1], 780 + 120 + 60) << "without the ratio";
+  EXPECT_LE(shed_at[0] + 30, shed_at[1]) << "with the ratio " << HybridParams{}.gap_hold_ratio;
+  EXPECT_GE(shed_at[0], 780 + 60 + 60);  // the price and the window still apply
 }
 
 // A steady fall that reverses nothing is not held: it sheds as it did without the gap hold.
