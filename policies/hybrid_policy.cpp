@@ -271,8 +271,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     // A paid-for step that the guards' window still holds back is dropped, with the surplus
     // that paid for it, once the load is back above the target's capacity by burst_margin: the
     // gap it was paid in is over, and shedding now would buy the workers back on the next tick.
-    if (pending_down_ > 0 &&
-        rate_fast_ > capacity(pending_down_) * (1.0 + params_.burst_margin)) {
+    if (pending_down_ > 0 && rate_fast_ > capacity(pending_down_) * (1.0 + params_.burst_margin)) {
       pending_down_ = 0;
       surplus_ = 0.0;
       in_surplus_ = false;
