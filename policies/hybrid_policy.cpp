@@ -67,6 +67,9 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("spike_min_seconds", p.spike_min_seconds, 0.0, 86400.0);
   r.read("spike_prior_seconds", p.spike_prior_seconds, 0.0, 86400.0);
   r.read("plateau_cost", p.plateau_cost, 0.0, 1e12);
+  r.read("burst_calendar_intervals", p.burst_calendar_intervals, 0, 8);
+  r.read("burst_calendar_tolerance", p.burst_calendar_tolerance, 0.0, 1.0);
+  r.read("burst_calendar_lead_seconds", p.burst_calendar_lead_seconds, 0.0, 86400.0);
   if (const nlohmann::json* model = r.raw("model")) {
     if (model->is_object()) {
       for (const char* key : kModelSizingKeys) {
@@ -105,11 +108,16 @@ nlohmann::json HybridParams::to_json() const {
           {"spike_min_seconds", spike_min_seconds},
           {"spike_prior_seconds", spike_prior_seconds},
           {"plateau_cost", plateau_cost},
+          {"burst_calendar_intervals", burst_calendar_intervals},
+          {"burst_calendar_tolerance", burst_calendar_tolerance},
+          {"burst_calendar_lead_seconds", burst_calendar_lead_seconds},
           {"model", learner_json(model.to_json())}};
 }
 
 HybridPolicy::HybridPolicy(HybridParams params)
-    : params_(std::move(params)), learner_(params_.model) {}
+    : params_(std::move(params)),
+      learner_(params_.model),
+      calendar_({params_.burst_calendar_intervals, params_.burst_calendar_tolerance}) {}
 
 nlohmann::json HybridPolicy::params() const {
   nlohmann::json j = params_.to_json();
@@ -190,15 +198,23 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   const bool raw_over = raw > capacity_ * (1.0 + params_.raw_burst_margin);
   // Spikes: from the tick before the raw rate saw one (it sees a jump on its second tick) until
   // two ticks in a row fall back under the rate that began it; their lengths are remembered.
-  if (!spike_ && raw_over && known) {
+  // A pool made ready for a due burst is measured as the pool it was before, so that the burst
+  // still counts as one (and keeps the calendar's period).
+  const double spike_base = ready_from_ > 0 ? capacity(ready_from_) : capacity_;
+  if (!spike_ && raw > spike_base * (1.0 + params_.raw_burst_margin) && known) {
     spike_ = true;
     spike_start_ = last_time_ - dt;
-    spike_rate_ = capacity_ * (1.0 + params_.raw_burst_margin);
+    spike_rate_ = spike_base * (1.0 + params_.raw_burst_margin);
+    spike_pool_ = current;
+    ready_from_ = 0;
+    calendar_.onset(spike_start_);
   } else if (spike_ && std::max(arrival, prev_arrival) <= spike_rate_) {
     spike_ = false;
     spike_lengths_[spikes_ % kSpikeMemory] = std::max(0.0, last_time_ - dt - spike_start_);
     ++spikes_;
+    calendar_.ended(spike_pool_);
   }
+  if (spike_) spike_pool_ = std::max(spike_pool_, current);
   const double fast = raw_over ? std::max(rate_fast_, raw) : rate_fast_;
   const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
@@ -351,6 +367,24 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   } else if (obs.explain) {
     why = "no rate measured yet: hold " + std::to_string(current);
   }
+  // A burst due by the calendar: the pool it had last time is ready before it arrives, and is
+  // held until it does (or is late beyond its window, which clears the calendar).
+  const int ready =
+      spike_ || !known ? 0 : calendar_.wanted(last_time_, params_.burst_calendar_lead_seconds);
+  if (ready == 0) {
+    ready_from_ = 0;
+  } else if (target < ready) {
+    if (ready > current && ready_from_ == 0) ready_from_ = current;
+    target = ready;
+    surplus_ = 0.0;
+    in_surplus_ = false;
+    pending_down_ = 0;
+    plateau_surplus_ = 0.0;
+    if (obs.explain) {
+      why = "burst due at t=" + fixed(calendar_.due(), 0) + " s (every " +
+            fixed(calendar_.period(), 0) + " s): ready with " + std::to_string(ready);
+    }
+  }
   workers_ = std::clamp(target, lo, ceiling);
   own_ = workers_;
   if (!obs.explain) return {workers_, {}};
@@ -378,6 +412,7 @@ nlohmann::json HybridPolicy::state() const {
           {"spike", spike_},
           {"absorbed", absorbed_},
           {"plateau_surplus", plateau_surplus_},
+          {"burst_due", calendar_.known() ? nlohmann::json(calendar_.due()) : nlohmann::json()},
           {"cap", finite_or_null(cap_)},
           {"workers", workers_},
           {"fit", learner_.fitted().to_json()}};

@@ -1,16 +1,18 @@
 #pragma once
 // The `hybrid` policy (the default): feedforward from the measured scaling curve, feedback on
 // lag, and a cost per scale-down so that the pool moves rarely and in useful steps; a spike
-// expected (from the last ones) to end before the lag buffer fills is left to the buffer.
+// expected (from the last ones) to end before the lag buffer fills is left to the buffer, and
+// spikes that come at a fixed period find the pool ready.
 //
 // Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policies/quotients.h"
+#include "policies/burst_calendar.h"
 #include "policies/model_policy.h"
 #include "policies/policy.h"
+#include "policies/quotients.h"
 
 namespace lagpilot {
 
@@ -98,6 +100,13 @@ struct HybridParams {
   // holds still) worth plateau_cost worker-seconds (>= 0; 0: off), it steps down to that size.
   // The higher price keeps it to loads that sit still for many minutes.
   double plateau_cost = 600.0;
+  // Burst calendar: when the onsets of the last burst_calendar_intervals + 1 spikes (above) are
+  // evenly spaced (their gaps within burst_calendar_tolerance x the period; at least 60 s), the
+  // pool the last spike had is made ready burst_calendar_lead_seconds before the next is due,
+  // and held until it begins or is late (burst_calendar.h). 0 intervals: off.
+  int burst_calendar_intervals = 3;
+  double burst_calendar_tolerance = 0.02;
+  double burst_calendar_lead_seconds = 10.0;
   // The curve learner: the `model` policy's learning keys (min_busy_workers, saturated_fraction,
   // unsaturated_weight, forgetting, min_distinct_workers, explore_after_ticks, peak_fraction for
   // the cap, fit for a seed curve); its sizing keys are rejected here.
@@ -188,16 +197,27 @@ struct HybridParams {
 // gap_hold_seconds, gap_hold_ratio x b), b the time from that scale-up to when the surplus began
 // (how long the returned load kept the pool busy); that scale-down spends it. The ratio keeps a
 // burst of seconds from holding a pool of 16 through two minutes of the next gap (bursty event
-// traces), while loads that stay for minutes get the whole hold. A load that returns after gaps like the last
-// one is held through the next gap, as HPA's 300 s window holds it, instead of shed and bought
-// back (a down-up pair: two reversals, two actions); a steady fall, which reverses nothing,
-// sheds as before, and one that follows a reversal waits at most gap_hold_seconds longer. The
-// price is the surplus over at most gap_hold_seconds per such gap, and only after a gap that
+// traces), while loads that stay for minutes get the whole hold. A load that returns after gaps
+// like the last one is held through the next gap, as HPA's 300 s window holds it, instead of shed
+// and bought back (a down-up pair: two reversals, two actions); a steady fall, which reverses
+// nothing, sheds as before, and one that follows a reversal waits at most gap_hold_seconds longer.
+// The price is the surplus over at most gap_hold_seconds per such gap, and only after a gap that
 // was too short for its scale-down. Raising scale_down_cost after reversals instead (doubling
 // it per reversal, decaying back) holds a small surplus much longer than a large one, which is
 // backwards here: the noisy traces' one-worker down-up pairs became expensive waits (taxi,
 // wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12 worker surpluses
 // still paid within seconds (docs/control-quality.md, fourth round).
+//
+// Burst calendar (a learned cron schedule): every spike's onset goes to a BurstCalendar
+// (burst_calendar.h). Once the last burst_calendar_intervals gaps between onsets agree within
+// burst_calendar_tolerance x their mean, the pool the last spike reached is proposed from
+// burst_calendar_lead_seconds before the next onset is due until it begins (no scale-down in
+// between); a burst late beyond its window clears the calendar, so a stopped job buys one window
+// and no more. Reacting costs a burst above the pool's capacity a detection tick and the
+// workers' start-up: at 1,300 msg/s into 5 workers, about 6,000 messages of lag that a burst
+// above the capacity of max_workers then carries across the SLO. While the pool is ready and
+// the burst has not begun, spikes are measured against the pool it had before, so the burst's
+// onset still registers.
 //
 // Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)].
 //
@@ -221,7 +241,8 @@ class HybridPolicy : public Policy {
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
   // (worker-seconds), pending_down, gap_hold (seconds), spike (one under way), absorbed (left to
-  // the lag buffer), plateau_surplus (worker-seconds), cap (null: none), workers, and the curve
+  // the lag buffer), plateau_surplus (worker-seconds), burst_due (the calendar's next onset, s;
+  // null: no period known), cap (null: none), workers, and the curve
   // ("fit": UslModel keys).
   nlohmann::json state() const override;
 
@@ -258,8 +279,11 @@ class HybridPolicy : public Policy {
   bool absorbed_ = false;                    // this tick's scale-up left to the buffer
   double plateau_surplus_ = 0.0;             // worker-seconds toward the plateau step
   bool plateau_step_ = false;                // the latched scale-down is the plateau step
-  int own_ = 0;                              // the last size the policy proposed (0: none yet)
-  bool was_pinned_ = false;                  // Observation::pinned at the previous tick
+  int spike_pool_ = 0;                       // the largest pool of the spike under way
+  BurstCalendar calendar_;                   // the onsets of the spikes, for periodic ones
+  int ready_from_ = 0;  // the pool before it was made ready for a due burst (0: not made ready)
+  int own_ = 0;         // the last size the policy proposed (0: none yet)
+  bool was_pinned_ = false;  // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;
   double capacity_ = 0.0;

@@ -459,6 +459,57 @@ TEST(HybridPolicy, GapHoldLeavesASteadyFallAlone) {
   EXPECT_GE(changes(with_hold, 600, 2400), 2);  // in steps, as the fall pays for them
 }
 
+// Bursts of 1,200 msg/s (3x the capacity of 4 workers) for 120 s every 600 s, from t = 100 s, on
+// a load of 300 msg/s: after the fourth onset the period is known, and the pool the last burst
+// had is ready 10 s before the fifth (t = 2,500 s), so that burst builds no lag while workers
+// start. The bursts stop after `last` of them.
+template <int last>
+double bursts_every_ten_minutes(int s) {
+  const int k = (s - 100) / 600;
+  return s >= 100 && k < last && (s - 100) % 600 < 120 ? 1200.0 : 300.0;
+}
+
+TEST(HybridPolicy, MakesThePoolReadyForAPeriodicBurst) {
+  std::vector<std::vector<int>> pools;
+  std::vector<double> peak_lag;
+  for (const int intervals : {HybridParams{}.burst_calendar_intervals, 0}) {
+    HybridParams params;
+    params.burst_calendar_intervals = intervals;
+    FluidPlant plant;
+    pools.push_back(run_guarded(params, plant, 2700, bursts_every_ten_minutes<6>));
+    // The fifth burst's lag, replayed through the same fluid model from the pool it met.
+    FluidPlant replay;
+    double peak = 0.0;
+    for (int t = 2400; t < 2700; ++t) {
+      replay.arrival = bursts_every_ten_minutes<6>(t);
+      replay.workers = pools.back()[t];
+      replay.step(1.0);
+      peak = std::max(peak, replay.lag);
+    }
+    peak_lag.push_back(peak);
+  }
+  const auto& with = pools[0];
+  const auto& without = pools[1];
+  EXPECT_EQ(with[1850], 4);  // shed between bursts, as without the calendar
+  EXPECT_EQ(without[1850], 4);
+  EXPECT_GE(with[2495], 12) << "ready before the fifth burst";
+  EXPECT_EQ(with[2489], 4) << "not before the lead";
+  EXPECT_EQ(without[2495], 4);
+  EXPECT_LT(peak_lag[0], 0.25 * peak_lag[1]) << "the burst met a ready pool";
+}
+
+TEST(HybridPolicy, AStoppedPeriodicBurstBuysOneWindowAndNoMore) {
+  HybridParams params;
+  FluidPlant plant;
+  // Four bursts teach the period; the fifth (due at t = 2,500 s) never comes.
+  const auto pool = run_guarded(params, plant, 4000, bursts_every_ten_minutes<4>);
+  EXPECT_GE(pool[2495], 12);
+  // Late beyond its window (the larger of the lead and 2 % of the period: 12 s): shed after the
+  // price and the guards' window, and nothing is made ready at t = 3,100 s.
+  EXPECT_EQ(pool[2500 + 12 + 30 + 60 + 10], 4);
+  EXPECT_EQ(changes(pool, 2700, 4000), 0);
+}
+
 TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
   // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
   // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
@@ -567,6 +618,18 @@ TEST(HybridPolicy, BadParametersNameTheField) {
             std::string::npos);
   EXPECT_NE(error({{"spike_lag", -1}}).find("policy.params.spike_lag"), std::string::npos);
   EXPECT_NE(error({{"plateau_cost", -1}}).find("policy.params.plateau_cost"), std::string::npos);
+  EXPECT_NE(error({{"gap_hold_ratio", -1}}).find("policy.params.gap_hold_ratio"),
+            std::string::npos);
+  EXPECT_NE(error({{"burst_calendar_intervals", 9}}).find("policy.params.burst_calendar_intervals"),
+            std::string::npos);
+  EXPECT_NE(error({{"burst_calendar_intervals", 1.5}}).find("burst_calendar_intervals"),
+            std::string::npos);
+  EXPECT_NE(
+      error({{"burst_calendar_tolerance", -0.1}}).find("policy.params.burst_calendar_tolerance"),
+      std::string::npos);
+  EXPECT_NE(error({{"burst_calendar_lead_seconds", -1}})
+                .find("policy.params.burst_calendar_lead_seconds"),
+            std::string::npos);
   EXPECT_NE(error({{"raw_burst_margin", -0.5}}).find("policy.params.raw_burst_margin"),
             std::string::npos);
   EXPECT_NE(
