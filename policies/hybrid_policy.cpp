@@ -129,6 +129,13 @@ double HybridPolicy::capacity(double workers) const {
   return learner_.fitted().valid ? learner_.fitted().throughput(workers) : 0.0;
 }
 
+void HybridPolicy::forget_scale_down() {
+  surplus_ = 0.0;
+  in_surplus_ = false;
+  pending_down_ = 0;
+  plateau_surplus_ = 0.0;
+}
+
 double HybridPolicy::workers_for(double throughput) const {
   if (!(throughput > 0.0)) return 0.0;
   return learner_.fitted().valid ? learner_.fitted().workers_for(throughput) : kInf;
@@ -268,10 +275,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     up_target_ =
         std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9))) : ceiling;
     target = up_target_;
-    surplus_ = 0.0;
-    in_surplus_ = false;
-    pending_down_ = 0;
-    plateau_surplus_ = 0.0;
+    forget_scale_down();
     if (obs.explain) {
       why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) + "/s above capacity " +
             fixed(capacity_, 0) + "/s of " + std::to_string(current) + ": scale up to " +
@@ -376,10 +380,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   } else if (target < ready) {
     if (ready > current && ready_from_ == 0) ready_from_ = current;
     target = ready;
-    surplus_ = 0.0;
-    in_surplus_ = false;
-    pending_down_ = 0;
-    plateau_surplus_ = 0.0;
+    forget_scale_down();
     if (obs.explain) {
       why = "burst due at t=" + fixed(calendar_.due(), 0) + " s (every " +
             fixed(calendar_.period(), 0) + " s): ready with " + std::to_string(ready);

@@ -249,6 +249,8 @@ class HybridPolicy : public Policy {
  private:
   double capacity(double workers) const;
   double workers_for(double throughput) const;
+  // A scale-up (or a pre-scale for a due burst) makes any surplus and latched step down moot.
+  void forget_scale_down();
 
   HybridParams params_;
   ModelPolicy learner_;

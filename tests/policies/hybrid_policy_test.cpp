@@ -361,13 +361,22 @@ HybridParams no_raw_bursts() {
   return params;
 }
 
+// A guarded run from a pool of 8 of a burst load with gaps, without raw bursts and with the gap
+// hold (or none, at 0) and its ratio as given.
+std::vector<int> run_bursts_with_gaps(double gap_hold, double ratio, int seconds,
+                                      double (*arrival)(int second)) {
+  HybridParams params = no_raw_bursts();
+  params.gap_hold_seconds = gap_hold;
+  params.gap_hold_ratio = ratio;
+  FluidPlant plant;
+  plant.workers = 8;
+  return run_guarded(params, plant, seconds, arrival);
+}
+
 TEST(HybridPolicy, GapHoldKeepsThePoolThroughAGapLikeTheLastOne) {
   for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
-    HybridParams params = no_raw_bursts();
-    params.gap_hold_seconds = hold;
-    FluidPlant plant;
-    plant.workers = 8;
-    const auto pool = run_guarded(params, plant, 2400, bursts_with_gaps);
+    const auto pool =
+        run_bursts_with_gaps(hold, HybridParams{}.gap_hold_ratio, 2400, bursts_with_gaps);
     ASSERT_EQ(pool[599], 8) << "hold " << hold;
     EXPECT_EQ(pool[749], 4) << "hold " << hold;  // shed in gap 1
     EXPECT_EQ(pool[800], 8) << "hold " << hold;  // bought back
@@ -399,11 +408,8 @@ double bursts_with_a_short_gap(int s) {
 
 TEST(HybridPolicy, APaidForStepIsDroppedWhenTheLoadReturnsFirst) {
   for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
-    HybridParams params = no_raw_bursts();
-    params.gap_hold_seconds = hold;
-    FluidPlant plant;
-    plant.workers = 8;
-    const auto pool = run_guarded(params, plant, 2400, bursts_with_a_short_gap);
+    const auto pool =
+        run_bursts_with_gaps(hold, HybridParams{}.gap_hold_ratio, 2400, bursts_with_a_short_gap);
     ASSERT_EQ(pool[800], 8) << "hold " << hold;
     EXPECT_EQ(changes(pool, 800, 1600), 0) << "hold " << hold;
     EXPECT_EQ(pool[2100], 4) << "hold " << hold;
@@ -423,11 +429,8 @@ double a_short_burst_after_a_gap(int s) {
 TEST(HybridPolicy, GapHoldIsShortAfterAShortBurst) {
   std::vector<int> shed_at;
   for (const double ratio : {HybridParams{}.gap_hold_ratio, 0.0}) {
-    HybridParams params = no_raw_bursts();
-    params.gap_hold_ratio = ratio;
-    FluidPlant plant;
-    plant.workers = 8;
-    const auto pool = run_guarded(params, plant, 1400, a_short_burst_after_a_gap);
+    const auto pool = run_bursts_with_gaps(HybridParams{}.gap_hold_seconds, ratio, 1400,
+                                           a_short_burst_after_a_gap);
     ASSERT_EQ(pool[749], 4) << "ratio " << ratio;
     ASSERT_EQ(pool[790], 8) << "ratio " << ratio;  // bought back: a reversal
     int t = 790;
