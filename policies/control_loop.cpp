@@ -12,7 +12,9 @@ ControlLoop::ControlLoop(Sampler& sampler, Actuator& actuator, std::unique_ptr<P
       policy_(std::move(policy)),
       policy_name_(policy_ ? policy_->name() : std::string()),
       guards_(std::move(guards)),
-      history_limit_(decision_history) {}
+      history_limit_(decision_history) {
+  if (policy_) guards_.set_policy_stabilizes(policy_->stabilizes_scale_down());
+}
 
 const Decision& ControlLoop::tick(double now, std::string_view late) {
   Observation& obs = obs_;
@@ -67,6 +69,7 @@ void ControlLoop::set_policy(std::unique_ptr<Policy> policy, double now) {
   std::lock_guard lock(mutex_);
   policy_ = std::move(policy);
   policy_name_ = policy_->name();
+  guards_.set_policy_stabilizes(policy_->stabilizes_scale_down());
   decision_policy_stale_ = true;
   Decision note = note_locked(now);
   note.reason = "policy set to " + policy_->name() + " " + policy_->params().dump();

@@ -137,7 +137,7 @@ void GuardChain::apply_into(int proposed_workers, const Observation& obs, Decisi
   //    monotonic queue: a recommendation is dropped as soon as a newer one at least as high
   //    arrives (it can never be the highest again), so the front is the window's maximum and
   //    each tick costs O(1) amortized however many ticks the window spans.
-  if (config_.scale_down_window_seconds > 0) {
+  if (config_.scale_down_window_seconds > 0 && !policy_stabilizes_) {
     const double cutoff = obs.time - config_.scale_down_window_seconds;
     while (!recent_.empty() && recent_.front().first < cutoff) recent_.pop_front();
     while (!recent_.empty() && recent_.back().second <= w) recent_.pop_back();

@@ -4,7 +4,9 @@
 //   1. bounds         clamp to [min_workers, max_workers]
 //   2. step limits    move at most max_step_up / max_step_down workers per tick (0 = no limit)
 //   3. stabilization  scale-down stabilization: the highest recommendation in the last
-//                     scale_down_window_seconds wins, so a dip does not shrink the pool at once
+//                     scale_down_window_seconds wins, so a dip does not shrink the pool at once;
+//                     skipped for a policy with a window of its own (hpa, keda:
+//                     Policy::stabilizes_scale_down, set_policy_stabilizes below)
 //   4. latency ceiling  no scale-up while process latency p99 is above latency_ceiling_seconds
 //                     and the last scale-up did not raise throughput (downstream is saturated)
 //   5. sink pushback  no scale-up while the sink pushes back (Observation::sink_pushback above
@@ -90,10 +92,18 @@ class GuardChain {
     return override_.has_value();
   }
   const GuardConfig& config() const { return config_; }
+  // Whether the policy in effect stabilizes its own scale-downs (Policy::stabilizes_scale_down):
+  // then step 3 is skipped. The ControlLoop sets it with every policy; a change forgets the
+  // window's recommendations, which the other policy made.
+  void set_policy_stabilizes(bool stabilizes) {
+    if (stabilizes != policy_stabilizes_) recent_.clear();
+    policy_stabilizes_ = stabilizes;
+  }
 
  private:
   GuardConfig config_;
   std::deque<std::pair<double, int>> recent_;  // (time, recommendation) for stabilization
+  bool policy_stabilizes_ = false;             // see set_policy_stabilizes
   std::optional<ManualOverride> override_;
   // Latency-ceiling memory: throughput before the last scale-up, when it happened, whether it
   // is still waiting to be judged, and the verdict of the last judged one.

@@ -126,7 +126,8 @@ class HpaPolicy : public Policy {
   explicit HpaPolicy(HpaParams params = {});
 
   std::string name() const override { return "hpa"; }
-  bool reads_latency() const override { return false; }  // sizes from lag and rates
+  bool reads_latency() const override { return false; }         // sizes from lag and rates
+  bool stabilizes_scale_down() const override { return true; }  // its behavior.scaleDown
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
   nlohmann::json state() const override;

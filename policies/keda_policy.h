@@ -60,7 +60,8 @@ class KedaPolicy : public Policy {
   explicit KedaPolicy(KedaParams params = {});
 
   std::string name() const override { return "keda"; }
-  bool reads_latency() const override { return false; }  // sizes from lag and rates
+  bool reads_latency() const override { return false; }         // sizes from lag and rates
+  bool stabilizes_scale_down() const override { return true; }  // its behavior.scaleDown
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override { return params_.to_json(); }
   // metric, total_lag, active, idle, last_active, next_poll, last_desired and the HPA's state.

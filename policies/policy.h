@@ -52,6 +52,13 @@ class Policy {
   // only safe answer for a policy that has not thought about it; policies_test checks that a
   // policy that answers false decides the same whatever the latencies are.
   virtual bool reads_latency() const { return true; }
+  // Whether the policy holds its scale-downs against dips itself, with a stabilization window of
+  // its own (the HPA's behavior.scaleDown, which KEDA's HPA has too). The guards' scale-down
+  // window is then not applied on top: stacked, the two windows would hold every scale-down for
+  // their sum (360 s for the HPA's 300 s and the guards' 60 s), which is not what the policy's
+  // own settings say, nor what a Kubernetes HPA does. False, the default, keeps the guards'
+  // window.
+  virtual bool stabilizes_scale_down() const { return false; }
 };
 
 }  // namespace lagpilot

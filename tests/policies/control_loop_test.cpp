@@ -80,6 +80,28 @@ TEST(ControlLoop, PolicySwapTakesEffectOnNextTick) {
   EXPECT_EQ(c.tick(2).workers, 9);
 }
 
+// Asks for lag / 100 workers and says it holds its scale-downs itself, as hpa and keda do.
+struct SelfStabilizing : LagOverHundred {
+  bool stabilizes_scale_down() const override { return true; }
+};
+
+TEST(ControlLoop, TheGuardsWindowHoldsOnlyPoliciesWithoutOneOfTheirOwn) {
+  Fixture f;
+  ControlLoop c(f.sampler, f.actuator, std::make_unique<SelfStabilizing>(), GuardConfig{});
+  ASSERT_GT(c.guard_config().scale_down_window_seconds, 0.0);
+  f.sampler.lag = 1200;
+  EXPECT_EQ(c.tick(1).workers, 12);
+  f.sampler.lag = 500;
+  EXPECT_EQ(c.tick(2).workers, 5);  // its own decision, not the guards' window
+  c.set_policy(std::make_unique<LagOverHundred>());
+  f.sampler.lag = 1200;
+  EXPECT_EQ(c.tick(3).workers, 12);
+  f.sampler.lag = 500;
+  EXPECT_EQ(c.tick(4).workers, 12);  // held by the guards' window
+  c.set_policy(std::make_unique<SelfStabilizing>());
+  EXPECT_EQ(c.tick(5).workers, 5);
+}
+
 TEST(ControlLoop, OwnerOnlyLoopDecidesAsTheSharedOne) {
   // Threading::kOwnerOnly (the simulator's loops) only drops the lock: the same ticks give the
   // same decisions, pins, bounds and log, tick for tick.

@@ -56,6 +56,22 @@ TEST(GuardChain, StabilizationKeepsHighestRecommendationInWindow) {
   EXPECT_EQ(g.apply({4, ""}, "t", at(61, 12)).workers, 4);
 }
 
+TEST(GuardChain, NoStabilizationForAPolicyWithAWindowOfItsOwn) {
+  GuardConfig c;
+  c.scale_down_window_seconds = 60;
+  GuardChain g(c);
+  g.set_policy_stabilizes(true);
+  EXPECT_EQ(g.apply({12, ""}, "hpa", at(0, 4)).workers, 12);
+  Decision d = g.apply({4, ""}, "hpa", at(30, 12));
+  EXPECT_EQ(d.workers, 4);
+  EXPECT_TRUE(d.guards.empty());
+  // Back to a policy without one: its window starts afresh, with none of the other's proposals.
+  g.set_policy_stabilizes(false);
+  EXPECT_EQ(g.apply({4, ""}, "t", at(31, 4)).workers, 4);
+  EXPECT_EQ(g.apply({10, ""}, "t", at(32, 4)).workers, 10);
+  EXPECT_EQ(g.apply({4, ""}, "t", at(40, 10)).workers, 10);
+}
+
 TEST(GuardChain, StabilizationNeverScalesUp) {
   GuardConfig c;
   c.scale_down_window_seconds = 60;

@@ -153,6 +153,15 @@ TEST(PolicyLatency, TheSimulatedPoliciesDoNotReadLatencies) {
   }
 }
 
+// The Kubernetes baselines hold their scale-downs with behavior.scaleDown's window, and only
+// they: the guards' window would stack on theirs (a 360 s hold, not the HPA's 300 s), while
+// every other policy relies on it.
+TEST(PolicyStabilization, OnlyTheKubernetesBaselinesHaveAWindowOfTheirOwn) {
+  for (const auto& name : policy_names()) {
+    EXPECT_EQ(build_policy(name)->stabilizes_scale_down(), name == "hpa" || name == "keda") << name;
+  }
+}
+
 TEST_P(PolicyConformance, ProposalStaysWithinBounds) {
   auto policy = build_policy(GetParam().spec);
   for (const Observation& obs : random_observations(42, 3000)) {
