@@ -59,6 +59,7 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("burst_margin", p.burst_margin, 0.0, 10.0);
   r.read("raw_burst_margin", p.raw_burst_margin, 0.0, 100.0);
   r.read("raw_burst_horizon_seconds", p.raw_burst_horizon_seconds, 0.0, 86400.0);
+  r.read("chase_window_seconds", p.chase_window_seconds, 0.0, 86400.0);
   r.read("reversal_window_seconds", p.reversal_window_seconds, 0.0, 86400.0);
   require_positive(r, "reversal_window_seconds", p.reversal_window_seconds);
   r.read("gap_hold_seconds", p.gap_hold_seconds, 0.0, 86400.0);
@@ -101,6 +102,7 @@ nlohmann::json HybridParams::to_json() const {
           {"burst_margin", burst_margin},
           {"raw_burst_margin", raw_burst_margin},
           {"raw_burst_horizon_seconds", raw_burst_horizon_seconds},
+          {"chase_window_seconds", chase_window_seconds},
           {"reversal_window_seconds", reversal_window_seconds},
           {"gap_hold_seconds", gap_hold_seconds},
           {"gap_hold_ratio", gap_hold_ratio},
@@ -269,8 +271,15 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     // steps after it; the lower of two ticks, not this tick's alone, so that one tick's noise on
     // top of a rise does not size the step (the surplus it leaves costs worker-seconds until a
     // scale-down pays for itself).
-    const double sizing = (burst ? std::max({rate_slow_, rate_fast_, raw}) : rate_slow_) +
-                          (burst && raw_over ? backlog_ahead : backlog);
+    const double rate = burst ? std::max({rate_slow_, rate_fast_, raw}) : rate_slow_;
+    // The chase step: a load still rising right after a scale-up rises on while these workers
+    // start; sized on where it is heading, the pool needs one step fewer.
+    const bool chasing = params_.chase_window_seconds > 0.0 && changed_ && last_change_up_ &&
+                         last_time_ - up_time_ <= params_.chase_window_seconds;
+    const double rise = chasing ? std::max(0.0, rate - up_rate_) : 0.0;
+    up_time_ = last_time_;
+    up_rate_ = rate;
+    const double sizing = rate + rise + (burst && raw_over ? backlog_ahead : backlog);
     const double need = workers_for(sizing / params_.target_utilization);
     up_target_ =
         std::isfinite(need) ? std::max(current + 1, to_workers(std::ceil(need - 1e-9))) : ceiling;
@@ -280,7 +289,9 @@ Proposal HybridPolicy::decide(const Observation& obs) {
       why = "demand " + fixed(std::max(demand_, rate_fast_ + backlog), 0) + "/s above capacity " +
             fixed(capacity_, 0) + "/s of " + std::to_string(current) + ": scale up to " +
             std::to_string(up_target_) + " (" + num(params_.target_utilization * 100) +
-            "% utilization)";
+            "% utilization" +
+            (rise > 0.0 ? ", chasing a rise of " + fixed(rise, 0) + "/s since the last step" : "") +
+            ")";
     }
   } else if (known) {
     down_target_ = std::clamp(

@@ -6,6 +6,7 @@
 //
 // Thread-safety: like every Policy, not thread-safe; the ControlLoop serialises calls.
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -73,6 +74,13 @@ struct HybridParams {
   // its lag needs, held until the surplus has paid for a scale-down.
   double raw_burst_margin = 0.75;
   double raw_burst_horizon_seconds = 10.0;
+  // Chase step: a scale-up proposed within chase_window_seconds (>= 0; 0: off) of the previous
+  // scale-up proposal, while the pool's last change was up, adds to its sizing rate how far that
+  // rate rose since then: a load still rising after one step rises on while the next step's
+  // workers start, and a step sized on where it is now would be one of several (4 -> 7 -> 13 ->
+  // 16 on a steep cosine rise, each carrying lag toward the SLO), where sizing on where it is
+  // heading takes one step fewer.
+  double chase_window_seconds = 10.0;
   // Gap hold: a scale-up that reverses a scale-down within reversal_window_seconds (> 0) says
   // the load came back after a gap (from when the shed surplus began to the scale-up). The next
   // scale-down then also waits until its surplus has lasted as long as that gap, at most
@@ -138,6 +146,9 @@ struct HybridParams {
 //                raw_burst_margin) X(current) (a raw burst)              of lag)
 //   raw_ahead = lag + (f - X(current)) x raw_burst_horizon_seconds
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
+//   chase    within chase_window_seconds of the previous scale-up proposal, with the pool's
+//            last change up: sized += max(0, rate - the rate that proposal was sized on), with
+//            rate the burst's max(r_slow, r_fast, r_raw) or the level's r_slow
 // r_raw, the lower of the last two ticks' rates, sees a jump on its second tick and ignores one
 // tick's noise: a jump far above capacity is answered before the averages move (a raw burst),
 // and in one step, sized for the lag it builds while the new workers start (not over the burst
@@ -285,6 +296,9 @@ class HybridPolicy : public Policy {
   BurstCalendar calendar_;                   // the onsets of the spikes, for periodic ones
   int ready_from_ = 0;  // the pool before it was made ready for a due burst (0: not made ready)
   int own_ = 0;         // the last size the policy proposed (0: none yet)
+  // The last scale-up proposal's time and sizing rate (msg/s), for the chase step; -inf: none.
+  double up_time_ = -std::numeric_limits<double>::infinity();
+  double up_rate_ = 0.0;
   bool was_pinned_ = false;  // Observation::pinned at the previous tick
   // Last decision, for state().
   double demand_ = 0.0;

@@ -242,6 +242,48 @@ TEST(HybridPolicy, SizesARawBurstForTheLagItBuildsWhileWorkersStart) {
   EXPECT_EQ(first_step(30.0), 15);
 }
 
+// The chase step: on a steep rise (a staircase from 300 to 2,000 msg/s, 400 more every 7 s), a
+// scale-up within chase_window_seconds of the last one adds the rise since then to its sizing.
+// Without it the second step sizes for where the load is (18 workers) and the pool sits below
+// the load for most of a minute, until the level or the backlog asks for more; with it the
+// second step reaches past the plateau's size, and the lag stays a fraction of that.
+TEST(HybridPolicy, ChaseStepSizesARiseForWhereItIsHeading) {
+  struct Outcome {
+    std::vector<int> pool;
+    double peak_lag = 0.0;
+  };
+  auto rise = [](double window) {
+    HybridParams params;
+    params.chase_window_seconds = window;
+    params.spike_prior_seconds = 0.0;  // a rise, not a spike: answered, not absorbed
+    HybridPolicy policy(params);
+    FluidPlant plant;
+    plant.max_workers = 24;
+    Outcome out;
+    for (int s = 0; s < 900; ++s) {
+      plant.arrival = s < 600 ? 300.0 : std::min(2000.0, 700.0 + 400.0 * ((s - 600) / 7));
+      plant.workers = policy.decide(plant.observe()).workers;
+      out.pool.push_back(plant.workers);
+      plant.step(1.0);
+      out.peak_lag = std::max(out.peak_lag, plant.lag);
+    }
+    return out;
+  };
+  const Outcome chased = rise(HybridParams{}.chase_window_seconds);
+  const Outcome unchased = rise(0.0);
+  auto second_step = [](const std::vector<int>& pool) {
+    int steps = 0;
+    for (std::size_t s = 600; s < pool.size(); ++s) {
+      if (pool[s] != pool[s - 1] && ++steps == 2) return pool[s];
+    }
+    return 0;
+  };
+  EXPECT_EQ(second_step(unchased.pool), 18);  // 1,700 msg/s plus the backlog, at 97 %
+  EXPECT_GE(second_step(chased.pool), 21);    // 2,000 msg/s at 97 %: 20.6 workers
+  EXPECT_GT(unchased.peak_lag, 10000.0);
+  EXPECT_LT(chased.peak_lag, 0.5 * unchased.peak_lag);
+}
+
 // A burst's step is sized on the lower of the last two ticks' rates: one noisy tick at 1000 msg/s
 // on the tick the burst to 700 msg/s is answered does not size the pool for 1000.
 TEST(HybridPolicy, DoesNotSizeABurstOnOneNoisyTick) {
@@ -638,6 +680,8 @@ TEST(HybridPolicy, BadParametersNameTheField) {
   EXPECT_NE(
       error({{"raw_burst_horizon_seconds", -1.0}}).find("policy.params.raw_burst_horizon_seconds"),
       std::string::npos);
+  EXPECT_NE(error({{"chase_window_seconds", -1.0}}).find("policy.params.chase_window_seconds"),
+            std::string::npos);
   EXPECT_EQ(error(nullptr), "no error");
 }
 
