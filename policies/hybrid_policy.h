@@ -217,7 +217,7 @@ struct HybridParams {
 // it per reversal, decaying back) holds a small surplus much longer than a large one, which is
 // backwards here: the noisy traces' one-worker down-up pairs became expensive waits (taxi,
 // wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12 worker surpluses
-// still paid within seconds (docs/control-quality.md, fourth round).
+// still paid within seconds (docs/control-quality-rounds.md, fourth round).
 //
 // Burst calendar (a learned cron schedule): every spike's onset goes to a BurstCalendar
 // (burst_calendar.h). Once the last burst_calendar_intervals gaps between onsets agree within
