@@ -227,7 +227,9 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   const double fast = raw_over ? std::max(rate_fast_, raw) : rate_fast_;
   const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
-  const bool burst = fast_over && lag_ahead >= params_.burst_lag;
+  // The raw rate must be above capacity too: a fast average that still remembers an earlier
+  // spike, over a load now back under the pool's capacity, is no burst.
+  const bool burst = fast_over && lag_ahead >= params_.burst_lag && raw > capacity_;
   // A jump far above capacity builds lag before new workers start: its step is sized to drain
   // what it builds until then (not only the current lag) within catch_up_seconds, or a second
   // step follows; what it builds after that, the new pool drains.
@@ -241,16 +243,20 @@ Proposal HybridPolicy::decide(const Observation& obs) {
       params_.level_margin + (last_change_up_ ? 0.0 : params_.reversal_margin);
   bool overloaded = demand_ > capacity_ * (1.0 + level_margin) || burst;
   // A pool that drains the lag (both of the last two ticks' arrivals below its capacity) needs
-  // no more workers while the lag is under burst_lag: after a spike the level and the backlog
-  // term still remember it, but the spike is over.
-  if (overloaded && std::max(arrival, prev_arrival) < capacity_ && lag < params_.burst_lag) {
-    overloaded = false;
-  }
+  // no more workers while the lag is under burst_lag or drains within catch_up_seconds at the
+  // rate it drains now: after a spike the level and the backlog term still remember it, but the
+  // spike is over.
+  const double draining_rate = capacity_ - std::max(arrival, prev_arrival);
+  const bool drains = overloaded && draining_rate > 0.0 &&
+                      (lag < params_.burst_lag || lag <= draining_rate * params_.catch_up_seconds);
+  if (drains) overloaded = false;
   // Spike absorption: a spike expected to end before its lag reaches spike_lag is left to the
-  // lag buffer, as the clairvoyant oracle leaves it (see the class comment).
+  // lag buffer, as the clairvoyant oracle leaves it (see the class comment). Once the pool has
+  // grown past the rate that began it, the spike was answered: what comes on top of it is the
+  // level's and the bursts' to answer (a step up that never falls back is no spike to absorb).
   absorbed_ = false;
-  if (overloaded && spike_ && (spikes_ > 0 || params_.spike_prior_seconds > 0.0) &&
-      params_.spike_lag > 0.0) {
+  if (overloaded && spike_ && capacity_ < spike_rate_ &&
+      (spikes_ > 0 || params_.spike_prior_seconds > 0.0) && params_.spike_lag > 0.0) {
     double expected = spikes_ > 0 ? 0.0 : params_.spike_prior_seconds;
     const int n = std::min(spikes_, kSpikeMemory);
     for (int i = 0; i < n; ++i) expected += spike_lengths_[i] / n;
@@ -371,10 +377,15 @@ Proposal HybridPolicy::decide(const Observation& obs) {
                               " surplus worker-s toward " + std::to_string(down_target_) + ")";
       } else if (absorbed_) {
         why += ": hold (spike left to the lag buffer)";
-      } else if (fast_over) {
+      } else if (drains) {
+        why += ": hold (the pool drains the lag of " + std::to_string(obs.total_lag) + ")";
+      } else if (fast_over && lag_ahead < params_.burst_lag) {
         why += ": hold (burst left to the lag buffer: " + fixed(lag_ahead, 0) + " below " +
                num(params_.burst_lag) + " messages in " + num(params_.burst_horizon_seconds) +
                " s)";
+      } else if (fast_over) {
+        why += ": hold (no burst: the rate of the last two ticks, " + fixed(raw, 0) +
+               "/s, is under capacity)";
       } else {
         why += ": hold";
       }

@@ -72,7 +72,7 @@ struct HybridParams {
   // seconds, plus a few ticks): the lag the burst builds after that, the new pool drains; a
   // horizon as long as the burst test's makes a short spike a step to many more workers than
   // its lag needs, held until the surplus has paid for a scale-down.
-  double raw_burst_margin = 0.75;
+  double raw_burst_margin = 0.6;
   double raw_burst_horizon_seconds = 10.0;
   // Chase step: a scale-up proposed within chase_window_seconds (>= 0; 0: off) of the previous
   // scale-up proposal, while the pool's last change was up, adds to its sizing rate how far that
@@ -100,7 +100,7 @@ struct HybridParams {
   // to the spike's expected end (the mean remembered length, but at least spike_min_seconds
   // ahead, about the time new workers take to start), stays under spike_lag messages (>= 0; 0:
   // off; keep it below the lag SLO).
-  double spike_lag = 8000.0;
+  double spike_lag = 9000.0;
   double spike_min_seconds = 5.0;
   double spike_prior_seconds = 20.0;
   // Plateau step: once the pool has held a surplus over the size a scale-up would choose for
@@ -144,6 +144,7 @@ struct HybridParams {
 //                burst_horizon_seconds >= burst_lag                      (a raw burst: + B of
 //            with f = r_fast, or r_raw when r_raw > (1 +                 raw_ahead instead
 //                raw_burst_margin) X(current) (a raw burst)              of lag)
+//            and r_raw > X(current)
 //   raw_ahead = lag + (f - X(current)) x raw_burst_horizon_seconds
 //   target = max(current + 1, ceil(n with X(n) = sized / target_utilization))
 //   chase    within chase_window_seconds of the previous scale-up proposal, with the pool's
@@ -175,8 +176,13 @@ struct HybridParams {
 // answered when the lag it would build in the next spike_min_seconds (about the workers'
 // start-up) reaches spike_lag, still under the SLO; a load whose bursts last minutes learns
 // that and is answered at once. And whatever the trigger, a pool that drains the lag now (both
-// of the last two ticks below X(current)) is not grown while the lag is under burst_lag: after
-// a spike the level and the backlog term still remember it, but it is over.
+// of the last two ticks below X(current)) is not grown while the lag is under burst_lag or
+// drains within catch_up_seconds at that rate: after a spike the level and the backlog term
+// still remember it, but it is over. For the same reason a burst needs r_raw above X(current):
+// r_fast still holds a spike for several ticks after the load fell back under the capacity, and
+// a second, smaller spike right after it (643 msg/s into 4 workers 10 s after 950 msg/s, with
+// 4,500 messages of lag left) would be answered on its first tick as a burst of the two, where
+// the lag buffer carries it.
 //
 // Scale down (cost per action):
 //   target = ceil(n with X(n) = r_fast / scale_down_utilization)
