@@ -99,7 +99,7 @@ struct HybridParams {
   // While a spike lasts, no scale-up happens as long as the lag, projected at the current pool
   // to the spike's expected end (the mean remembered length, but at least spike_min_seconds
   // ahead, about the time new workers take to start), stays under spike_lag messages (>= 0; 0:
-  // off; keep it below the lag SLO).
+  // off; keep it below the lag SLO). Absorption ends once the pool has outgrown the spike.
   double spike_lag = 9000.0;
   double spike_min_seconds = 5.0;
   double spike_prior_seconds = 20.0;
@@ -171,7 +171,9 @@ struct HybridParams {
 // capacity the pool had when it began. While one lasts, both scale-up tests are suspended as
 // long as
 //   lag + (max(r_fast, r_raw) - X(current)) x max(E - elapsed, spike_min_seconds) < spike_lag
-// with E the mean length of the last three spikes (spike_prior_seconds before the first one).
+// with E the mean length of the last three spikes (spike_prior_seconds before the first one),
+// and only while X(current) is below the rate that began the spike: once the pool has outgrown
+// it, the spike was answered, and a rise on top of it is the level's and the bursts' to answer.
 // A spike as short as the last ones is then left to the buffer; one that outlasts them is
 // answered when the lag it would build in the next spike_min_seconds (about the workers'
 // start-up) reaches spike_lag, still under the SLO; a load whose bursts last minutes learns
