@@ -32,9 +32,10 @@ int changes(const std::vector<int>& proposals, std::size_t from, std::size_t to)
   return n;
 }
 
-// Runs `plant` under `policy` for `seconds`, with the arrival rate given per second.
+// Runs `plant` under `policy` for `seconds`, with the arrival rate given per second; the
+// largest lag the plant reached goes to `peak_lag` when given.
 std::vector<int> run(HybridPolicy& policy, FluidPlant& plant, int seconds,
-                     double (*arrival)(int second)) {
+                     double (*arrival)(int second), double* peak_lag = nullptr) {
   std::vector<int> proposals;
   for (int s = 0; s < seconds; ++s) {
     plant.arrival = arrival(s);
@@ -43,6 +44,7 @@ std::vector<int> run(HybridPolicy& policy, FluidPlant& plant, int seconds,
     proposals.push_back(p.workers);
     plant.workers = p.workers;
     plant.step(1.0);
+    if (peak_lag) *peak_lag = std::max(*peak_lag, plant.lag);
   }
   return proposals;
 }
@@ -262,13 +264,10 @@ TEST(HybridPolicy, ChaseStepSizesARiseForWhereItIsHeading) {
     FluidPlant plant;
     plant.max_workers = 24;
     Outcome out;
-    for (int s = 0; s < 900; ++s) {
-      plant.arrival = s < 600 ? 300.0 : std::min(2000.0, 700.0 + 400.0 * ((s - 600) / 5));
-      plant.workers = policy.decide(plant.observe()).workers;
-      out.pool.push_back(plant.workers);
-      plant.step(1.0);
-      out.peak_lag = std::max(out.peak_lag, plant.lag);
-    }
+    out.pool = run(
+        policy, plant, 900,
+        [](int s) { return s < 600 ? 300.0 : std::min(2000.0, 700.0 + 400.0 * ((s - 600) / 5)); },
+        &out.peak_lag);
     return out;
   };
   const Outcome chased = rise(HybridParams{}.chase_window_seconds);
@@ -321,15 +320,12 @@ TEST(HybridPolicy, AFastAverageThatRemembersASpikeIsNoBurst) {
   HybridPolicy policy;
   FluidPlant plant;
   double peak_lag = 0.0;
-  std::vector<int> proposals;
-  for (int s = 0; s < 900; ++s) {
-    plant.arrival = s < 600 ? 200.0 : s < 610 ? 800.0 : s < 613 ? 260.0 : s < 622 ? 650.0 : 200.0;
-    const Proposal p = policy.decide(plant.observe());
-    proposals.push_back(p.workers);
-    plant.workers = p.workers;
-    plant.step(1.0);
-    peak_lag = std::max(peak_lag, plant.lag);
-  }
+  const auto proposals = run(
+      policy, plant, 900,
+      [](int s) {
+        return s < 600 ? 200.0 : s < 610 ? 800.0 : s < 613 ? 260.0 : s < 622 ? 650.0 : 200.0;
+      },
+      &peak_lag);
   ASSERT_EQ(proposals[599], 4);
   EXPECT_EQ(changes(proposals, 0, proposals.size()), 0);
   EXPECT_GT(peak_lag, 4000.0);  // the buffer did carry both spikes
