@@ -191,7 +191,15 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   last_pool_ = current;
 
   cap_ = learner_.cap();
-  const int ceiling = std::clamp(std::isfinite(cap_) ? to_workers(cap_) : hi, lo, hi);
+  // The cap stops growth. A pool already above it is shed to it at once only where the curve
+  // says the cap does at least as much (well past the peak N*). A pool above the cap that does
+  // more got there under an earlier fit: a fit from the first seconds of a rise (a cap of 13
+  // under a pool of 16, which the next fit wanted again) is no reason to shed throughput, and the
+  // scale-down rule prices that surplus like any other.
+  int ceiling = std::clamp(std::isfinite(cap_) ? to_workers(cap_) : hi, lo, hi);
+  if (ceiling < current && capacity(ceiling) < capacity(current)) {
+    ceiling = std::min(current, hi);
+  }
   const double backlog = std::max(0.0, lag - params_.lag_allowance) / params_.catch_up_seconds;
   demand_ = rate_slow_ + backlog;
   capacity_ = capacity(current);

@@ -238,7 +238,10 @@ struct HybridParams {
 // the burst has not begun, spikes are measured against the pool it had before, so the burst's
 // onset still registers.
 //
-// Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)].
+// Every target is clamped to [obs.min_workers, min(obs.max_workers, cap)]. The cap stops growth;
+// a pool already above it (under an earlier fit: a fit from the first seconds of a rise can put
+// the cap below the pool it just grew) is shed to it at once only where X(cap) >= X(current),
+// well past the peak, and otherwise left to the scale-down rule, which prices that surplus.
 //
 // Overrides: while Observation::pinned (an operator pins the pool) and at the first tick after
 // the pin, "current" above is the policy's own last proposal, not the pinned pool: it keeps

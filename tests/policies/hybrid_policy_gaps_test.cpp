@@ -200,20 +200,17 @@ TEST(HybridPolicy, AStoppedPeriodicBurstBuysOneWindowAndNoMore) {
   EXPECT_EQ(changes(pool, 2700, 4000), 0);
 }
 
-TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
-  // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
-  // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
-  const double lambda = 100, sigma = 0.1, kappa = 0.01;
+// Runs `policy` for `seconds` on a consumer whose throughput follows the USL curve `curve`, from
+// a pool of `workers` under a constant `arrival` rate (msg/s); returns the proposal of each tick.
+std::vector<int> run_on_usl_curve(HybridPolicy& policy, const UslSeed& curve, int workers,
+                                  double arrival, int seconds) {
   auto capacity = [&](int n) {
-    return n <= 0 ? 0.0 : lambda * n / (1 + sigma * (n - 1) + kappa * n * (n - 1));
+    return n <= 0 ? 0.0
+                  : curve.lambda * n / (1 + curve.sigma * (n - 1) + curve.kappa * n * (n - 1));
   };
-  HybridParams params;
-  params.model.fit = UslSeed{lambda, sigma, kappa};
-  HybridPolicy policy(params);
+  std::vector<int> proposals;
   double lag = 0, time = 0;
-  int workers = 4;
-  const double arrival = 3 * capacity(9);
-  for (int s = 0; s < 1200; ++s) {
+  for (int s = 0; s < seconds; ++s) {
     Observation o;
     o.time = time;
     o.total_lag = std::llround(lag);
@@ -225,13 +222,47 @@ TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
     o.processed_rate = processed;
     o.busy_workers = capacity(workers) > 0 ? workers * processed / capacity(workers) : 0;
     o.queue_depth = lag > 0 ? 1 : 0;
-    const Proposal p = policy.decide(o);
-    ASSERT_LE(p.workers, 9) << "t=" << s << ": " << p.reason;
-    workers = p.workers;
+    workers = policy.decide(o).workers;
+    proposals.push_back(workers);
     lag = std::max(0.0, lag + arrival - processed);
     time += 1;
   }
-  EXPECT_GE(workers, 7);
+  return proposals;
+}
+
+TEST(HybridPolicy, NeverGoesPastTheFittedPeak) {
+  // A consumer whose throughput peaks at N* = sqrt(0.9 / 0.01) = 9.5 workers; the cap is
+  // floor(0.85 N*) = 8 once the fit has seen it. Fed three times what it can do.
+  const UslSeed curve{100, 0.1, 0.01};
+  HybridParams params;
+  params.model.fit = curve;
+  HybridPolicy policy(params);
+  const double arrival = 3 * 100 * 9 / (1 + 0.1 * 8 + 0.01 * 9 * 8);
+  const auto proposals = run_on_usl_curve(policy, curve, 4, arrival, 1200);
+  EXPECT_LE(*std::max_element(proposals.begin(), proposals.end()), 9);
+  EXPECT_GE(proposals.back(), 7);
+}
+
+// The cap stops growth; a pool already above it is shed to it at once only where the cap does at
+// least as much. Peak N* = sqrt(0.9 / 0.004) = 15, cap floor(0.85 N*) = 12: a pool of 14 does
+// more than 12 (462 against 457 msg/s) and keeps its workers until a surplus has paid for the
+// step (here, under 300 msg/s, about 34 s at 7 surplus workers), where a pool of 32, far past
+// the peak (397 msg/s), is shed to the cap on the first tick.
+TEST(HybridPolicy, ShedsAPoolAboveTheCapAtOnceOnlyWhereTheCapDoesMore) {
+  const UslSeed curve{100, 0.1, 0.004};
+  HybridParams params;
+  params.model.fit = curve;
+  {
+    HybridPolicy policy(params);
+    const auto proposals = run_on_usl_curve(policy, curve, 14, 300, 120);
+    EXPECT_EQ(proposals[0], 14);
+    EXPECT_EQ(changes(proposals, 0, 20), 0) << "shed before a surplus paid for it";
+    EXPECT_LT(proposals.back(), 12) << "the surplus never paid";
+  }
+  {
+    HybridPolicy policy(params);
+    EXPECT_EQ(run_on_usl_curve(policy, curve, 32, 300, 1)[0], 12);
+  }
 }
 
 // An operator pin, through the ControlLoop and the default guards (60 s stabilization window):
