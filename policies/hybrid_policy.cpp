@@ -67,6 +67,7 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("spike_lag", p.spike_lag, 0.0, 1e15);
   r.read("spike_min_seconds", p.spike_min_seconds, 0.0, 86400.0);
   r.read("spike_prior_seconds", p.spike_prior_seconds, 0.0, 86400.0);
+  r.read("saturation_hold_seconds", p.saturation_hold_seconds, 0.0, 86400.0);
   r.read("plateau_cost", p.plateau_cost, 0.0, 1e12);
   r.read("burst_calendar_intervals", p.burst_calendar_intervals, 0, 8);
   r.read("burst_calendar_tolerance", p.burst_calendar_tolerance, 0.0, 1.0);
@@ -109,6 +110,7 @@ nlohmann::json HybridParams::to_json() const {
           {"spike_lag", spike_lag},
           {"spike_min_seconds", spike_min_seconds},
           {"spike_prior_seconds", spike_prior_seconds},
+          {"saturation_hold_seconds", saturation_hold_seconds},
           {"plateau_cost", plateau_cost},
           {"burst_calendar_intervals", burst_calendar_intervals},
           {"burst_calendar_tolerance", burst_calendar_tolerance},
@@ -227,11 +229,14 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     calendar_.onset(spike_start_);
   } else if (spike_ && std::max(arrival, prev_arrival) <= spike_rate_) {
     spike_ = false;
+    if (spike_saturated_) saturated_end_ = last_time_;
+    spike_saturated_ = false;
     spike_lengths_[spikes_ % kSpikeMemory] = std::max(0.0, last_time_ - dt - spike_start_);
     ++spikes_;
     calendar_.ended(spike_pool_);
   }
   if (spike_) spike_pool_ = std::max(spike_pool_, current);
+  if (spike_ && known && current >= ceiling && raw > capacity_) spike_saturated_ = true;
   const double fast = raw_over ? std::max(rate_fast_, raw) : rate_fast_;
   const bool fast_over = fast + backlog > capacity_ * (1.0 + params_.burst_margin);
   const double lag_ahead = lag + (fast - capacity_) * params_.burst_horizon_seconds;
@@ -340,24 +345,39 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     if (params_.gap_hold_ratio > 0.0 && in_surplus_ && changed_ && last_change_up_) {
       hold = std::min(hold, params_.gap_hold_ratio * (surplus_since_ - last_change_time_));
     }
+    // The saturation hold: a surplus that began right after a spike that ran the pool at its
+    // ceiling, overloaded, lasts saturation_hold_seconds before it is shed, unless the calendar
+    // has the next burst due later than that.
+    const double saturation_hold = params_.saturation_hold_seconds;
+    const bool saturation_held =
+        saturation_hold > 0.0 && in_surplus_ &&
+        surplus_since_ - saturated_end_ <= saturation_hold && saturation_hold > hold &&
+        !(calendar_.known() && calendar_.due() - last_time_ > saturation_hold);
+    if (saturation_held) hold = saturation_hold;
     const bool held = in_surplus_ && last_time_ - surplus_since_ < hold;
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
-    // reaches it (the guards' stabilization window passes only a lasting recommendation, and a
-    // target that followed the falling rate tick by tick would come out as many small steps).
-    if (pending_down_ == 0 && down_target_ < current && !held &&
+    // reaches it (a target that followed the falling rate tick by tick would come out as many
+    // small steps). Not while the last two ticks' rate is above the target's capacity: the load
+    // is back, and the fast average, still low, would shed the pool it needs (after a held gap
+    // the surplus was paid long before the load returned).
+    const bool back = raw > capacity(down_target_);
+    if (pending_down_ == 0 && down_target_ < current && !held && !back &&
         surplus_ >= params_.scale_down_cost) {
       pending_down_ = down_target_;
       shed_since_ = surplus_since_;
       plateau_step_ = false;
     }
     // The plateau step: to the size a scale-up would give the level, inside the band where the
-    // step above holds still, once that surplus has paid the higher plateau_cost.
+    // step above holds still, once that surplus has paid the higher plateau_cost. It accrues
+    // only inside the band (no surplus for the step above): in a gap, the slow average's
+    // surplus is the step above's to pay, and a plateau step paid in a gap would fire when the
+    // load returns, as the hold ends.
     const int plateau = std::clamp(
         to_workers(std::ceil(workers_for(rate_slow_ / params_.target_utilization) - 1e-9)), lo,
         std::max(lo, current));
     if (draining) {
       plateau_surplus_ = 0.0;
-    } else if (params_.plateau_cost > 0.0 && plateau < current) {
+    } else if (params_.plateau_cost > 0.0 && plateau < current && down_target_ >= current) {
       plateau_surplus_ += (current - plateau) * dt;
     }
     if (pending_down_ == 0 && plateau < current && !held && params_.plateau_cost > 0.0 &&
@@ -377,8 +397,16 @@ Proposal HybridPolicy::decide(const Observation& obs) {
       } else if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
       } else if (down_target_ < current && held && surplus_ >= params_.scale_down_cost) {
-        why += ": hold (gap hold: the load came back after " + fixed(hold_, 0) +
-               " s last time; surplus for " + fixed(last_time_ - surplus_since_, 0) + " s)";
+        why +=
+            saturation_held
+                ? ": hold (saturation hold: the last spike overloaded the pool at its ceiling; "
+                  "surplus for " +
+                      fixed(last_time_ - surplus_since_, 0) + " of " + num(saturation_hold) + " s)"
+                : ": hold (gap hold: the load came back after " + fixed(hold_, 0) +
+                      " s last time; surplus for " + fixed(last_time_ - surplus_since_, 0) + " s)";
+      } else if (down_target_ < current && back && surplus_ >= params_.scale_down_cost) {
+        why += ": hold (the load is back: the last two ticks, " + fixed(raw, 0) +
+               "/s, above the capacity of " + std::to_string(down_target_) + ")";
       } else if (down_target_ < current) {
         why += draining ? ": hold (lag " + std::to_string(obs.total_lag) + " still draining)"
                         : ": hold (" + fixed(surplus_, 0) + " of " + num(params_.scale_down_cost) +

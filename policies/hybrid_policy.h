@@ -90,7 +90,7 @@ struct HybridParams {
   // was busy after that scale-up (until the surplus began): a burst of 30 s after a gap of 120 s
   // holds its workers through at most 90 s of the next gap, not the whole 120 s.
   double reversal_window_seconds = 300.0;
-  double gap_hold_seconds = 120.0;
+  double gap_hold_seconds = 180.0;
   double gap_hold_ratio = 3.0;
   // Spike absorption: a spike is a run of ticks whose arrival rate stays above (1 +
   // raw_burst_margin) x the capacity the pool had when it began (the raw burst's test); the
@@ -103,6 +103,13 @@ struct HybridParams {
   double spike_lag = 9000.0;
   double spike_min_seconds = 5.0;
   double spike_prior_seconds = 20.0;
+  // Saturation hold: after a spike during which the pool sat at its ceiling with the load above
+  // its capacity, a scale-down whose surplus began within saturation_hold_seconds (>= 0; 0: off)
+  // of the spike's end waits until that surplus has lasted as long (the gap hold, when longer,
+  // still applies), unless the burst calendar has the next burst due later than that. Such a
+  // load, back after a short gap into a shed pool, builds lag in the seconds before new workers
+  // start that no pool drains while it lasts: the gap is worth holding through, and only there.
+  double saturation_hold_seconds = 90.0;
   // Plateau step: once the pool has held a surplus over the size a scale-up would choose for
   // the level (r_slow at target_utilization, a size inside the band where the scale-down above
   // holds still) worth plateau_cost worker-seconds (>= 0; 0: off), it steps down to that size.
@@ -190,12 +197,16 @@ struct HybridParams {
 //   target = ceil(n with X(n) = r_fast / scale_down_utilization)
 //   while target < current and lag <= scale_down_lag_fraction x lag_allowance, the surplus
 //   S += (current - target) x dt accumulates (a tick at target == current leaves S as it is; a
-//   backlog above that lag, a scale-up or any resize resets it); when S >= scale_down_cost the
-//   target is latched and proposed on every tick until the pool reaches it (the guards'
-//   stabilization window passes only a lasting recommendation, and a target that followed the
-//   falling rate tick by tick would come out as many small steps), unless the load returns
-//   first: r_fast above (1 + burst_margin) X(target) drops the latched target and S (on/off
-//   loads came back inside the guards' window, and the pool shed and bought back in one tick).
+//   backlog above that lag, a scale-up or any resize resets it); when S >= scale_down_cost (and
+//   the holds below have passed) the target is latched and proposed on every tick until the pool
+//   reaches it (a target that followed the falling rate tick by tick would come out as many
+//   small steps), unless the load returns first: r_fast above (1 + burst_margin) X(target)
+//   drops the latched target and S. No target is latched while r_raw exceeds X(target): the load
+//   is back, and r_fast, still catching up, would shed the pool it needs (after a held gap the
+//   surplus was paid long before the load returned).
+// hybrid holds its own scale-downs (Policy::stabilizes_scale_down), so the guards skip their
+// scale-down window for it: that window held every scale-down 60 s more, whole surpluses of
+// 11-12 workers after each burst, where the holds below keep only the gaps worth keeping.
 // The rule is the optimal stopping rule for a falling load with a price per action: with the
 // need falling at s workers/s, acting when the wasted worker-seconds reach C gives steps of
 // sqrt(2 C s), which minimizes waste + C x actions per unit time.
@@ -205,10 +216,12 @@ struct HybridParams {
 // Plateau step: the band [scale_down_utilization, target_utilization] holds the pool still, so
 // a pool sized at 95 % may sit one worker above what a scale-up would choose (97 %, where the
 // integer steps of a pool of 8-12 workers are 8-12 % each). A second surplus, toward
-// ceil(n with X(n) = r_slow / target_utilization), accumulates like the first one, and at the
-// higher price plateau_cost the pool steps down to it: only a load that sits still for many
-// minutes gets there; a scale-up would size the level the same, and one needs the level to
-// clear the new capacity by level_margin + reversal_margin, far beyond the rate's noise.
+// ceil(n with X(n) = r_slow / target_utilization), accumulates like the first one but only
+// inside the band (while the first one has no surplus: in a gap, a plateau surplus paid there
+// would fire as the load returns), and at the higher price plateau_cost the pool steps down to
+// it: only a load that sits still for many minutes gets there; a scale-up would size the level the
+// same, and one needs the level to clear the new capacity by level_margin + reversal_margin, far
+// beyond the rate's noise.
 //
 // Gap hold (a reversal backoff): when a scale-up reverses a scale-down within
 // reversal_window_seconds, the gap g (from when the shed surplus began to the scale-up) is
@@ -226,6 +239,17 @@ struct HybridParams {
 // backwards here: the noisy traces' one-worker down-up pairs became expensive waits (taxi,
 // wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12 worker surpluses
 // still paid within seconds (docs/control-quality-rounds.md, fourth round).
+//
+// Saturation hold: a spike during which the pool sat at its ceiling with r_raw above its
+// capacity marks its end; a surplus that begins within saturation_hold_seconds of that end waits
+// until it has lasted saturation_hold_seconds (when longer than the gap hold) before it is shed,
+// unless the burst calendar has the next burst due later than that. Such a load, back after a
+// short gap into a shed pool, builds lag in the seconds before new workers start (1,200 msg/s
+// into 4 workers: about 6,000 messages) that no pool drains while the load stays above the
+// largest pool's capacity: every second of it is above the SLO until the load falls (onoff's
+// 70 s gap at t = 10,113 s cost 840 s above the SLO when shed). Below the ceiling the same
+// return is drained by the pool bought back, and a gradual rise to the ceiling (a sawtooth's)
+// is no spike, so neither is held.
 //
 // Burst calendar (a learned cron schedule): every spike's onset goes to a BurstCalendar
 // (burst_calendar.h). Once the last burst_calendar_intervals gaps between onsets agree within
@@ -247,7 +271,7 @@ struct HybridParams {
 // the pin, "current" above is the policy's own last proposal, not the pinned pool: it keeps
 // planning for its own size (the rates and the curve still learn from the real pool), pays no
 // scale-down price for a size it did not choose, and the pool returns to its size when the pin
-// ends (the guards' stabilization window holds the policy's proposals, not the pin).
+// ends.
 //
 // Why it stays calm: the pool changes only when the load leaves the band [scale_down_utilization
 // x X(n), X(n)] and, downward, only after the surplus has paid for the action. Under a constant
@@ -259,6 +283,9 @@ class HybridPolicy : public Policy {
 
   std::string name() const override { return "hybrid"; }
   bool reads_latency() const override { return false; }  // sizes from lag and rates
+  // It prices and holds its own scale-downs (the surplus, the gap and saturation holds), so the
+  // guards' scale-down window, which would hold every one of them 60 s more, is skipped.
+  bool stabilizes_scale_down() const override { return true; }
   Proposal decide(const Observation& obs) override;
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
@@ -304,9 +331,11 @@ class HybridPolicy : public Policy {
   double plateau_surplus_ = 0.0;             // worker-seconds toward the plateau step
   bool plateau_step_ = false;                // the latched scale-down is the plateau step
   int spike_pool_ = 0;                       // the largest pool of the spike under way
-  BurstCalendar calendar_;                   // the onsets of the spikes, for periodic ones
-  int ready_from_ = 0;  // the pool before it was made ready for a due burst (0: not made ready)
-  int own_ = 0;         // the last size the policy proposed (0: none yet)
+  bool spike_saturated_ = false;  // the spike under way found the pool at its ceiling, overloaded
+  double saturated_end_ = -std::numeric_limits<double>::infinity();  // when such a spike ended
+  BurstCalendar calendar_;  // the onsets of the spikes, for periodic ones
+  int ready_from_ = 0;      // the pool before it was made ready for a due burst (0: not made ready)
+  int own_ = 0;             // the last size the policy proposed (0: none yet)
   // The last scale-up proposal's time and sizing rate (msg/s), for the chase step; -inf: none.
   double up_time_ = -std::numeric_limits<double>::infinity();
   double up_rate_ = 0.0;

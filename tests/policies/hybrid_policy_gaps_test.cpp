@@ -23,14 +23,13 @@ using hybrid_testing::run;
 using hybrid_testing::run_guarded;
 using testing::FluidPlant;
 
-// Through the ControlLoop and its 60 s stabilization window: bursts of 750 msg/s (8 workers) with
-// gaps at 300 msg/s (4 workers). In the first gap (150 s) the pool sheds and buys the workers
-// back when the burst returns, a scale-up that reverses the scale-down; the gap hold then keeps
-// the pool through the second gap, as long as the first, where without the hold the pool sheds
-// again (its 4 surplus workers pay the price in 60 s, the window passes it 60 s later) and buys
-// the workers back (two more actions, two more reversals). A steady fall afterwards still sheds
-// promptly: the surplus the held gap paid counts (waste spent stays spent), so its first step
-// passes the 60 s window at once.
+// Through the ControlLoop and its guards: bursts of 750 msg/s (8 workers) with gaps at 300 msg/s
+// (4 workers). In the first gap (150 s) the pool sheds and buys the workers back when the burst
+// returns, a scale-up that reverses the scale-down; the gap hold then keeps the pool through the
+// second gap, as long as the first, where without the hold the pool sheds again (its 4 surplus
+// workers pay the price in 60 s) and buys the workers back (two more actions, two more
+// reversals). A steady fall afterwards still sheds promptly: the surplus the held gap paid counts
+// (waste spent stays spent), so its first step comes as soon as the hold allows.
 double bursts_with_gaps(int s) {
   if (s < 600) return 750.0;
   if (s < 750) return 300.0;  // gap 1
@@ -72,35 +71,36 @@ TEST(HybridPolicy, GapHoldKeepsThePoolThroughAGapLikeTheLastOne) {
     } else {
       EXPECT_EQ(changes(pool, 800, 1660), 2);  // shed and bought back again
     }
-    // The steady fall: a first step within the price (about 70 s for 4 surplus workers) and the
-    // 60 s window, and down to 4 within a few minutes.
-    EXPECT_LT(pool[1660 + 70 + 60 + 20], 8) << "hold " << hold;
+    // The steady fall: a first step within the price (about 70 s for 4 surplus workers), and
+    // down to 4 within a few minutes.
+    EXPECT_LT(pool[1660 + 70 + 20], 8) << "hold " << hold;
     EXPECT_EQ(pool[2100], 4) << "hold " << hold;
     EXPECT_LE(changes(pool, 1660, 2400), 2) << "hold " << hold;
   }
 }
 
-// A step paid for in a gap that the guards' window still holds back when the burst returns (a
-// gap of 90 s: 60 s to pay, then the window) is dropped, with the surplus that paid for it: the
-// pool does not shed on the burst's return and buy its workers back on the next tick, gap hold or
-// none.
-double bursts_with_a_short_gap(int s) {
+// A hold that ends after the load returned sheds nothing. The first gap (150 s) teaches a gap
+// hold, here capped at 130 s; the second gap is 125 s, so the hold ends about 8 s after the burst
+// returned, when the surplus paid in the gap is long paid and the fast average, still catching
+// up (about 550 msg/s), asks for 6 workers. The last two ticks' rate (750 msg/s, above the
+// capacity of 6) says the load is back, and no step is latched: the pool does not shed on the
+// burst's return and buy its workers back a tick later.
+double bursts_with_a_shorter_gap(int s) {
   if (s < 600) return 750.0;
-  if (s < 750) return 300.0;
+  if (s < 750) return 300.0;  // 150 s
   if (s < 1100) return 750.0;
-  if (s < 1190) return 300.0;  // 90 s
+  if (s < 1225) return 300.0;  // 125 s
   if (s < 1600) return 750.0;
   return 300.0;
 }
 
-TEST(HybridPolicy, APaidForStepIsDroppedWhenTheLoadReturnsFirst) {
-  for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
-    const auto pool =
-        run_bursts_with_gaps(hold, HybridParams{}.gap_hold_ratio, 2400, bursts_with_a_short_gap);
-    ASSERT_EQ(pool[800], 8) << "hold " << hold;
-    EXPECT_EQ(changes(pool, 800, 1600), 0) << "hold " << hold;
-    EXPECT_EQ(pool[2100], 4) << "hold " << hold;
-  }
+TEST(HybridPolicy, AHoldThatEndsAfterTheLoadReturnedShedsNothing) {
+  const auto pool =
+      run_bursts_with_gaps(130.0, HybridParams{}.gap_hold_ratio, 2400, bursts_with_a_shorter_gap);
+  ASSERT_EQ(pool[749], 4);  // shed in the first gap
+  ASSERT_EQ(pool[800], 8);  // bought back: the gap hold is set
+  EXPECT_EQ(changes(pool, 800, 1600), 0);
+  EXPECT_EQ(pool[2100], 4);
 }
 
 // The gap hold is at most gap_hold_ratio x the time the returned burst kept the pool busy: after
@@ -124,12 +124,12 @@ TEST(HybridPolicy, GapHoldIsShortAfterAShortBurst) {
     while (t < 1400 && pool[t] == 8) ++t;
     shed_at.push_back(t);
   }
-  // Without the ratio: the 120 s hold and the 60 s window after the surplus began (about t =
-  // 780). With it the hold is at most 90 s, and the price (60 s for 4 surplus workers) binds
-  // once the short burst's busy time is that short.
-  EXPECT_GE(shed_at[1], 780 + 120 + 60) << "without the ratio";
+  // Without the ratio: the hold of the first gap (about 148 s) after the surplus began (about
+  // t = 780). With it the hold is at most 90 s, and the price (60 s for 4 surplus workers)
+  // binds once the short burst's busy time is that short.
+  EXPECT_GE(shed_at[1], 780 + 140) << "without the ratio";
   EXPECT_LE(shed_at[0] + 30, shed_at[1]) << "with the ratio " << HybridParams{}.gap_hold_ratio;
-  EXPECT_GE(shed_at[0], 780 + 60 + 60);  // the price and the window still apply
+  EXPECT_GE(shed_at[0], 780 + 60);  // the price still applies
 }
 
 // A steady fall that reverses nothing is not held: it sheds as it did without the gap hold.
@@ -147,6 +147,57 @@ TEST(HybridPolicy, GapHoldLeavesASteadyFallAlone) {
   EXPECT_EQ(with_hold, without_hold);
   EXPECT_EQ(with_hold.back(), 4);
   EXPECT_GE(changes(with_hold, 600, 2400), 2);  // in steps, as the fall pays for them
+}
+
+// A load above the capacity of the largest pool (1,800 msg/s against 1,600 of 16 workers), a gap
+// of 80 s, and a return to 1,500 msg/s. The lag that a return into a shed pool builds before new
+// workers start would not drain while the load stays above capacity, so the saturation hold keeps
+// the pool through the gap (without it: shed in the gap, bought back). After the gap the level
+// (the slow average) still remembers it while the pool is at 94 %, inside the band: the plateau
+// step, paid only inside the band, does not step to 15 workers on the surplus the gap ran up.
+double a_saturating_load_with_a_short_gap(int s) {
+  if (s < 100) return 300.0;
+  if (s < 400) return 1800.0;
+  if (s < 480) return 300.0;  // 80 s
+  return 1500.0;
+}
+
+TEST(HybridPolicy, ASaturatingLoadIsHeldThroughAShortGap) {
+  for (const double hold : {HybridParams{}.saturation_hold_seconds, 0.0}) {
+    HybridParams params;
+    params.saturation_hold_seconds = hold;
+    FluidPlant plant;
+    const auto pool = run_guarded(params, plant, 1500, a_saturating_load_with_a_short_gap);
+    ASSERT_EQ(pool[399], 16) << "hold " << hold;
+    if (hold > 0.0) {
+      EXPECT_EQ(changes(pool, 399, 1500), 0) << "held through the gap, and after it";
+    } else {
+      EXPECT_LT(*std::min_element(pool.begin() + 400, pool.begin() + 480), 16) << "shed";
+      EXPECT_EQ(pool[600], 16) << "bought back";
+    }
+  }
+}
+
+// Saturating bursts (1,800 msg/s, above the capacity of 16 workers) for 120 s every 600 s from
+// t = 100 s. After the first, the saturation hold keeps the pool 90 s into the gap (nothing says
+// when the load returns); once the burst calendar knows the period (four onsets), the next burst
+// is due minutes later, and the pool is shed as soon as the surplus has paid for it.
+double saturating_bursts_every_ten_minutes(int s) {
+  return s >= 100 && (s - 100) % 600 < 120 ? 1800.0 : 300.0;
+}
+
+TEST(HybridPolicy, ASaturatingBurstThatIsDueLaterIsNotHeld) {
+  FluidPlant plant;
+  const auto pool = run_guarded(HybridParams{}, plant, 3600, saturating_bursts_every_ten_minutes);
+  auto shed_after = [&](int end) {
+    int t = end;
+    while (t < static_cast<int>(pool.size()) && pool[t] == 16) ++t;
+    return t - end;
+  };
+  ASSERT_EQ(pool[219], 16);
+  EXPECT_GE(shed_after(220), HybridParams{}.saturation_hold_seconds) << "the first burst";
+  ASSERT_EQ(pool[3219], 16);
+  EXPECT_LT(shed_after(3220), 60) << "the sixth burst, its period known";
 }
 
 // Bursts of 1,200 msg/s (3x the capacity of 4 workers) for 120 s every 600 s, from t = 100 s, on
@@ -195,8 +246,8 @@ TEST(HybridPolicy, AStoppedPeriodicBurstBuysOneWindowAndNoMore) {
   const auto pool = run_guarded(params, plant, 4000, bursts_every_ten_minutes<4>);
   EXPECT_GE(pool[2495], 12);
   // Late beyond its window (the larger of the lead and 2 % of the period: 12 s): shed after the
-  // price and the guards' window, and nothing is made ready at t = 3,100 s.
-  EXPECT_EQ(pool[2500 + 12 + 30 + 60 + 10], 4);
+  // price (30 s for 8 surplus workers), and nothing is made ready at t = 3,100 s.
+  EXPECT_EQ(pool[2500 + 12 + 30 + 10], 4);
   EXPECT_EQ(changes(pool, 2700, 4000), 0);
 }
 
@@ -265,10 +316,9 @@ TEST(HybridPolicy, ShedsAPoolAboveTheCapAtOnceOnlyWhereTheCapDoesMore) {
   }
 }
 
-// An operator pin, through the ControlLoop and the default guards (60 s stabilization window):
-// when it ends, the pool returns to hybrid's own size at once, with no traffic at all (no curve
-// learned: the pool it held before the pin) and under a load (no scale-down price owed for a
-// size the policy did not choose).
+// An operator pin, through the ControlLoop and the default guards: when it ends, the pool returns
+// to hybrid's own size at once, with no traffic at all (no curve learned: the pool it held before
+// the pin) and under a load (no scale-down price owed for a size the policy did not choose).
 TEST(HybridPolicy, ReturnsToItsOwnSizeWhenAnOverrideEnds) {
   {
     testing::FakeSamplerAndActuator io;  // no traffic: lag 0, no rates

@@ -47,8 +47,9 @@ inline std::vector<int> run(HybridPolicy& policy, FluidPlant& plant, int seconds
   return proposals;
 }
 
-// Runs `plant` under `params` through the ControlLoop and the default guards (60 s scale-down
-// stabilization window, bounds [4, 16]) for `seconds`; returns the pool at each second.
+// Runs `plant` under `params` through the ControlLoop and the default guards (bounds [4, 16];
+// hybrid holds its own scale-downs, so their window is skipped) for `seconds`; returns the pool
+// at each second.
 inline std::vector<int> run_guarded(const HybridParams& params, FluidPlant& plant, int seconds,
                                     double (*arrival)(int second)) {
   struct Sampler : lagpilot::Sampler {
