@@ -5,7 +5,7 @@
 //   2. step limits    move at most max_step_up / max_step_down workers per tick (0 = no limit)
 //   3. stabilization  scale-down stabilization: the highest recommendation in the last
 //                     scale_down_window_seconds wins, so a dip does not shrink the pool at once;
-//                     skipped for a policy with a window of its own (hpa, keda:
+//                     skipped for a policy that holds its own scale-downs (hpa, keda, hybrid:
 //                     Policy::stabilizes_scale_down, set_policy_stabilizes below)
 //   4. latency ceiling  no scale-up while process latency p99 is above latency_ceiling_seconds
 //                     and the last scale-up did not raise throughput (downstream is saturated)

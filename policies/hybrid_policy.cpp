@@ -318,9 +318,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         std::max(lo, current));
     const bool draining = lag > params_.scale_down_lag_fraction * params_.lag_allowance;
     if (pending_down_ > 0 && (pending_down_ >= current || draining)) pending_down_ = 0;
-    // A paid-for step that the guards' window still holds back is dropped, with the surplus
-    // that paid for it, once the load is back above the target's capacity by burst_margin: the
-    // gap it was paid in is over, and shedding now would buy the workers back on the next tick.
+    // A paid-for step that the pool has not reached yet (a guard holds it back, such as a step
+    // limit) is dropped, with the surplus that paid for it, once the load is back above the
+    // target's capacity by burst_margin: the gap it was paid in is over, and shedding now would
+    // buy the workers back on the next tick.
     if (pending_down_ > 0 && rate_fast_ > capacity(pending_down_) * (1.0 + params_.burst_margin)) {
       pending_down_ = 0;
       surplus_ = 0.0;

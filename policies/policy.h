@@ -53,7 +53,8 @@ class Policy {
   // policy that answers false decides the same whatever the latencies are.
   virtual bool reads_latency() const { return true; }
   // Whether the policy holds its scale-downs against dips itself, with a stabilization window of
-  // its own (the HPA's behavior.scaleDown, which KEDA's HPA has too). The guards' scale-down
+  // its own (the HPA's behavior.scaleDown, which KEDA's HPA has too) or with a rule that decides
+  // which dips are worth holding through (hybrid's price and holds). The guards' scale-down
   // window is then not applied on top: stacked, the two windows would hold every scale-down for
   // their sum (360 s for the HPA's 300 s and the guards' 60 s), which is not what the policy's
   // own settings say, nor what a Kubernetes HPA does. False, the default, keeps the guards'
