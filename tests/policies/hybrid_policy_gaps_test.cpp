@@ -104,8 +104,8 @@ TEST(HybridPolicy, AHoldThatEndsAfterTheLoadReturnedShedsNothing) {
 }
 
 // The gap hold is at most gap_hold_ratio x the time the returned burst kept the pool busy: after
-// a 30 s burst (the first gap 150 s, so the plain hold is 120 s) the pool sheds at least 30 s
-// sooner with the default ratio than without it.
+// a 30 s burst (the first gap 150 s, so the plain hold is about 148 s) the pool sheds at least
+// 30 s sooner with the default ratio than without it.
 double a_short_burst_after_a_gap(int s) {
   if (s < 600) return 750.0;
   if (s < 750) return 300.0;
@@ -178,17 +178,21 @@ TEST(HybridPolicy, ASaturatingLoadIsHeldThroughAShortGap) {
   }
 }
 
-// Saturating bursts (1,800 msg/s, above the capacity of 16 workers) for 120 s every 600 s from
-// t = 100 s. After the first, the saturation hold keeps the pool 90 s into the gap (nothing says
-// when the load returns); once the burst calendar knows the period (four onsets), the next burst
-// is due minutes later, and the pool is shed as soon as the surplus has paid for it.
-double saturating_bursts_every_ten_minutes(int s) {
-  return s >= 100 && (s - 100) % 600 < 120 ? 1800.0 : 300.0;
+// Bursts of `rate` msg/s for 120 s every 600 s, from t = 100 s, on a load of 300 msg/s; they stop
+// after `last` of them.
+template <int last, int rate = 1200>
+double bursts_every_ten_minutes(int s) {
+  const int k = (s - 100) / 600;
+  return s >= 100 && k < last && (s - 100) % 600 < 120 ? rate : 300.0;
 }
 
+// Saturating bursts (1,800 msg/s, above the capacity of 16 workers). After the first, the
+// saturation hold keeps the pool 90 s into the gap (nothing says when the load returns); once the
+// burst calendar knows the period (four onsets), the next burst is due minutes later, and the pool
+// is shed as soon as the surplus has paid for it.
 TEST(HybridPolicy, ASaturatingBurstThatIsDueLaterIsNotHeld) {
   FluidPlant plant;
-  const auto pool = run_guarded(HybridParams{}, plant, 3600, saturating_bursts_every_ten_minutes);
+  const auto pool = run_guarded(HybridParams{}, plant, 3600, bursts_every_ten_minutes<6, 1800>);
   auto shed_after = [&](int end) {
     int t = end;
     while (t < static_cast<int>(pool.size()) && pool[t] == 16) ++t;
@@ -200,16 +204,9 @@ TEST(HybridPolicy, ASaturatingBurstThatIsDueLaterIsNotHeld) {
   EXPECT_LT(shed_after(3220), 60) << "the sixth burst, its period known";
 }
 
-// Bursts of 1,200 msg/s (3x the capacity of 4 workers) for 120 s every 600 s, from t = 100 s, on
-// a load of 300 msg/s: after the fourth onset the period is known, and the pool the last burst
-// had is ready 10 s before the fifth (t = 2,500 s), so that burst builds no lag while workers
-// start. The bursts stop after `last` of them.
-template <int last>
-double bursts_every_ten_minutes(int s) {
-  const int k = (s - 100) / 600;
-  return s >= 100 && k < last && (s - 100) % 600 < 120 ? 1200.0 : 300.0;
-}
-
+// Bursts of 1,200 msg/s (3x the capacity of 4 workers): after the fourth onset the period is
+// known, and the pool the last burst had is ready 10 s before the fifth (t = 2,500 s), so that
+// burst builds no lag while workers start.
 TEST(HybridPolicy, MakesThePoolReadyForAPeriodicBurst) {
   std::vector<std::vector<int>> pools;
   std::vector<double> peak_lag;
