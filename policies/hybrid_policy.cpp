@@ -69,6 +69,9 @@ HybridParams HybridParams::from_json(const nlohmann::json& j, const std::string&
   r.read("spike_prior_seconds", p.spike_prior_seconds, 0.0, 86400.0);
   r.read("saturation_hold_seconds", p.saturation_hold_seconds, 0.0, 86400.0);
   r.read("plateau_cost", p.plateau_cost, 0.0, 1e12);
+  r.read("calm_budget", p.calm_budget, 0.0, 100.0);
+  r.read("calm_window_seconds", p.calm_window_seconds, 0.0, 86400.0 * 365);
+  require_positive(r, "calm_window_seconds", p.calm_window_seconds);
   r.read("burst_calendar_intervals", p.burst_calendar_intervals, 0, 8);
   r.read("burst_calendar_tolerance", p.burst_calendar_tolerance, 0.0, 1.0);
   r.read("burst_calendar_lead_seconds", p.burst_calendar_lead_seconds, 0.0, 86400.0);
@@ -112,6 +115,8 @@ nlohmann::json HybridParams::to_json() const {
           {"spike_prior_seconds", spike_prior_seconds},
           {"saturation_hold_seconds", saturation_hold_seconds},
           {"plateau_cost", plateau_cost},
+          {"calm_budget", calm_budget},
+          {"calm_window_seconds", calm_window_seconds},
           {"burst_calendar_intervals", burst_calendar_intervals},
           {"burst_calendar_tolerance", burst_calendar_tolerance},
           {"burst_calendar_lead_seconds", burst_calendar_lead_seconds},
@@ -138,6 +143,10 @@ void HybridPolicy::forget_scale_down() {
   in_surplus_ = false;
   pending_down_ = 0;
   plateau_surplus_ = 0.0;
+}
+
+double HybridPolicy::calm_slack() const {
+  return (1.0 + params_.calm_budget) * need_seconds_ - pool_seconds_;
 }
 
 double HybridPolicy::workers_for(double throughput) const {
@@ -206,6 +215,15 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   demand_ = rate_slow_ + backlog;
   capacity_ = capacity(current);
   const bool known = learner_.fitted().valid;
+  // The calm budget's sums: the fluid need (the pool that carries this tick's rate exactly) and
+  // the pool, over an exponential window.
+  if (known && dt > 0.0) {
+    const double need =
+        std::clamp(workers_for(arrival), static_cast<double>(lo), static_cast<double>(hi));
+    const double keep = std::exp(-dt / params_.calm_window_seconds);
+    need_seconds_ = need_seconds_ * keep + need * dt;
+    pool_seconds_ = pool_seconds_ * keep + current * dt;
+  }
   // A burst that the lag buffer absorbs (the lag it would build within burst_horizon_seconds
   // stays under burst_lag) is no reason to scale: it is left to the level and backlog terms.
   // The raw rate of the last two ticks: a jump seen twice, which the averages take several ticks
@@ -355,7 +373,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
         surplus_since_ - saturated_end_ <= saturation_hold && saturation_hold > hold &&
         !(calendar_.known() && calendar_.due() - last_time_ > saturation_hold);
     if (saturation_held) hold = saturation_hold;
-    const bool held = in_surplus_ && last_time_ - surplus_since_ < hold;
+    // The calm budget: while the pool has run within (1 + calm_budget) x the fluid need over the
+    // window, the surplus is held; holding spends that slack.
+    const bool calm_held = params_.calm_budget > 0.0 && in_surplus_ && calm_slack() > 0.0;
+    const bool held = (in_surplus_ && last_time_ - surplus_since_ < hold) || calm_held;
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
     // reaches it (a target that followed the falling rate tick by tick would come out as many
     // small steps). Not while the last two ticks' rate is above the target's capacity: the load
@@ -397,6 +418,10 @@ Proposal HybridPolicy::decide(const Observation& obs) {
                std::to_string(target);
       } else if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
+      } else if (down_target_ < current && calm_held && surplus_ >= params_.scale_down_cost &&
+                 !(last_time_ - surplus_since_ < hold)) {
+        why += ": hold (calm budget: the pool ran within " + num(100 * params_.calm_budget) +
+               "% of the fluid need; " + fixed(calm_slack(), 0) + " worker-s left)";
       } else if (down_target_ < current && held && surplus_ >= params_.scale_down_cost) {
         why +=
             saturation_held
@@ -472,6 +497,7 @@ nlohmann::json HybridPolicy::state() const {
           {"spike", spike_},
           {"absorbed", absorbed_},
           {"plateau_surplus", plateau_surplus_},
+          {"calm_slack", calm_slack()},
           {"burst_due", calendar_.known() ? nlohmann::json(calendar_.due()) : nlohmann::json()},
           {"cap", finite_or_null(cap_)},
           {"workers", workers_},

@@ -115,6 +115,16 @@ struct HybridParams {
   // holds still) worth plateau_cost worker-seconds (>= 0; 0: off), it steps down to that size.
   // The higher price keeps it to loads that sit still for many minutes.
   double plateau_cost = 600.0;
+  // Calm budget: a scale-down that has paid scale_down_cost is held while the pool's
+  // worker-seconds stay under (1 + calm_budget) x the fluid need's (>= 0; 0: off), both summed
+  // over the last calm_window_seconds (> 0; an exponential window). The fluid need of a tick is
+  // the pool that exactly carries its arrival rate, X^-1(rate), within [min, max workers]: what
+  // no schedule can spend less than without lag. Where the pool has run close to the need (a
+  // quiet load at min_workers, a steady one), the slack pays for holding a burst's workers
+  // until the next burst; where it has not (a noisy load, every surplus shed at once), nothing
+  // is held.
+  double calm_budget = 0.10;
+  double calm_window_seconds = 21600.0;
   // Burst calendar: when the onsets of the last burst_calendar_intervals + 1 spikes (above) are
   // evenly spaced (their gaps within burst_calendar_tolerance x the period; at least 60 s), the
   // pool the last spike had is made ready burst_calendar_lead_seconds before the next is due,
@@ -240,6 +250,18 @@ struct HybridParams {
 // wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12 worker surpluses
 // still paid within seconds (docs/control-quality-rounds.md, fourth round).
 //
+// Calm budget (a cost budget spent on calm): the pool's worker-seconds P and the fluid need's N
+// (the pool that carries each tick's rate exactly, clamped to the limits) are summed over an
+// exponential window of calm_window_seconds; while P < (1 + calm_budget) x N, a scale-down whose
+// surplus has paid for it is held. Holding spends the slack (P grows at the held pool's rate, N
+// at the load's), so a hold ends by itself once the budget is spent, or when the load comes back
+// and the surplus is gone. The slack builds where the pool runs near the need: at min_workers
+// through a quiet hour (4 workers x 10 % over 6 hours: about 8,600 worker-seconds, a burst's
+// 8-worker surplus held for 18 minutes), or on a steady load; a noisy load whose pool already
+// runs 10 % above the need holds nothing more. The spikes of a bursty day, hours apart, then cost
+// a scale-up and a scale-down each instead of two of each, and a fall is taken in fewer steps.
+// The window keeps a quiet week from paying for holds a day later.
+//
 // Saturation hold: a spike during which the pool sat at its ceiling with r_raw above its
 // capacity marks its end; a surplus that begins within saturation_hold_seconds of that end waits
 // until it has lasted saturation_hold_seconds (when longer than the gap hold) before it is shed,
@@ -290,7 +312,8 @@ class HybridPolicy : public Policy {
   nlohmann::json params() const override;
   // rate_fast, rate_slow, demand, capacity (X(current)), up_target, down_target, surplus
   // (worker-seconds), pending_down, gap_hold (seconds), spike (one under way), absorbed (left to
-  // the lag buffer), plateau_surplus (worker-seconds), burst_due (the calendar's next onset, s;
+  // the lag buffer), plateau_surplus (worker-seconds), calm_slack (worker-seconds the calm budget
+  // may still spend on a hold; negative: spent), burst_due (the calendar's next onset, s;
   // null: no period known), cap (null: none), workers, and the curve
   // ("fit": UslModel keys).
   nlohmann::json state() const override;
@@ -298,6 +321,9 @@ class HybridPolicy : public Policy {
  private:
   double capacity(double workers) const;
   double workers_for(double throughput) const;
+  // Worker-seconds the calm budget may still spend: (1 + calm_budget) x need - pool, over the
+  // window.
+  double calm_slack() const;
   // A scale-up (or a pre-scale for a due burst) makes any surplus and latched step down moot.
   void forget_scale_down();
 
@@ -347,6 +373,9 @@ class HybridPolicy : public Policy {
   int down_target_ = 0;
   double cap_ = 0.0;
   int workers_ = 0;
+  // The calm budget's sums over its window, worker-seconds: the fluid need's and the pool's.
+  double need_seconds_ = 0.0;
+  double pool_seconds_ = 0.0;
 };
 
 }  // namespace lagpilot

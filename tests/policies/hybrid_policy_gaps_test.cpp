@@ -1,6 +1,7 @@
 // The hybrid policy through the ControlLoop and its guards: it holds the pool through a gap like
-// the last one it shed in and bought back, makes the pool ready for a periodic burst, never goes
-// past the fitted peak, returns to its own size when an override ends, and names bad parameters.
+// the last one it shed in and bought back, and through one that the calm budget pays for, makes the
+// pool ready for a periodic burst, never goes past the fitted peak, returns to its own size when an
+// override ends, and names bad parameters.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -176,6 +177,40 @@ TEST(HybridPolicy, ASaturatingLoadIsHeldThroughAShortGap) {
       EXPECT_EQ(pool[600], 16) << "bought back";
     }
   }
+}
+
+// Two bursts of 800 msg/s (10 workers) for 120 s, 200 s apart, on a load of 200 msg/s (the 4
+// workers of min_workers carry it), after `quiet` seconds of that load.
+template <int quiet>
+double two_bursts_after(int s) {
+  if (s < quiet) return 200.0;
+  s -= quiet;
+  return (s < 120 || (s >= 320 && s < 440)) ? 800.0 : 200.0;
+}
+
+// The calm budget: two hours at min_workers, where the pool is the fluid need, leave slack that
+// holds the first burst's workers through the gap (without the budget: shed in it and bought
+// back, two more actions and reversals); holding spends it, and the pool sheds once it is spent.
+// Without the quiet hours the pool has run above the need (10 workers for 8 workers' load) and
+// has no slack: the same schedule as without the budget.
+TEST(HybridPolicy, TheCalmBudgetHoldsABurstsWorkersWhereThePoolRanNearTheNeed) {
+  auto run_with = [](double budget, double (*arrival)(int)) {
+    HybridParams params;
+    params.calm_budget = budget;
+    FluidPlant plant;
+    return run_guarded(params, plant, 9500, arrival);
+  };
+  const int second = 7200 + 320;  // the second burst's onset
+  const auto held = run_with(HybridParams{}.calm_budget, two_bursts_after<7200>);
+  const auto shed = run_with(0.0, two_bursts_after<7200>);
+  ASSERT_GE(held[7300], 10) << "the first burst answered";
+  EXPECT_EQ(changes(held, 7300, second + 120), 0) << "held through the gap";
+  EXPECT_EQ(held.back(), 4) << "shed once the budget is spent";
+  EXPECT_EQ(changes(held, 7300, held.size()), 1);
+  EXPECT_EQ(changes(shed, 7300, second + 120), 2) << "without the budget: shed and bought back";
+  EXPECT_EQ(run_with(HybridParams{}.calm_budget, two_bursts_after<0>),
+            run_with(0.0, two_bursts_after<0>))
+      << "no quiet hours, no slack";
 }
 
 // Bursts of `rate` msg/s for 120 s every 600 s, from t = 100 s, on a load of 300 msg/s; they stop
@@ -386,6 +421,9 @@ TEST(HybridPolicy, BadParametersNameTheField) {
             std::string::npos);
   EXPECT_NE(error({{"spike_lag", -1}}).find("policy.params.spike_lag"), std::string::npos);
   EXPECT_NE(error({{"plateau_cost", -1}}).find("policy.params.plateau_cost"), std::string::npos);
+  EXPECT_NE(error({{"calm_budget", -0.1}}).find("policy.params.calm_budget"), std::string::npos);
+  EXPECT_NE(error({{"calm_window_seconds", 0}}).find("policy.params.calm_window_seconds"),
+            std::string::npos);
   EXPECT_NE(error({{"gap_hold_ratio", -1}}).find("policy.params.gap_hold_ratio"),
             std::string::npos);
   EXPECT_NE(error({{"burst_calendar_intervals", 9}}).find("policy.params.burst_calendar_intervals"),
