@@ -220,7 +220,7 @@ Proposal HybridPolicy::decide(const Observation& obs) {
   if (known && dt > 0.0) {
     const double need =
         std::clamp(workers_for(arrival), static_cast<double>(lo), static_cast<double>(hi));
-    const double keep = std::exp(-dt / params_.calm_window_seconds);
+    const double keep = calm_decay_(dt, params_.calm_window_seconds);
     need_seconds_ = need_seconds_ * keep + need * dt;
     pool_seconds_ = pool_seconds_ * keep + current * dt;
   }
@@ -375,8 +375,9 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     if (saturation_held) hold = saturation_hold;
     // The calm budget: while the pool has run within (1 + calm_budget) x the fluid need over the
     // window, the surplus is held; holding spends that slack.
+    const bool timed_hold = in_surplus_ && last_time_ - surplus_since_ < hold;
     const bool calm_held = params_.calm_budget > 0.0 && in_surplus_ && calm_slack() > 0.0;
-    const bool held = (in_surplus_ && last_time_ - surplus_since_ < hold) || calm_held;
+    const bool held = timed_hold || calm_held;
     // Once paid for, the step is latched: proposed unchanged on every tick until the pool
     // reaches it (a target that followed the falling rate tick by tick would come out as many
     // small steps). Not while the last two ticks' rate is above the target's capacity: the load
@@ -418,8 +419,8 @@ Proposal HybridPolicy::decide(const Observation& obs) {
                std::to_string(target);
       } else if (target < current) {
         why += ": surplus paid for the step: scale down to " + std::to_string(target);
-      } else if (down_target_ < current && calm_held && surplus_ >= params_.scale_down_cost &&
-                 !(last_time_ - surplus_since_ < hold)) {
+      } else if (down_target_ < current && calm_held && !timed_hold &&
+                 surplus_ >= params_.scale_down_cost) {
         why += ": hold (calm budget: the pool ran within " + num(100 * params_.calm_budget) +
                "% of the fluid need; " + fixed(calm_slack(), 0) + " worker-s left)";
       } else if (down_target_ < current && held && surplus_ >= params_.scale_down_cost) {

@@ -335,6 +335,7 @@ class HybridPolicy : public Policy {
   double rate_slow_ = 0.0;
   LastQuotient fast_gain_;  // the two rate filters' gains, divided once per tick length
   LastQuotient slow_gain_;
+  LastDecay calm_decay_;  // the calm budget's window, exp(-dt / calm_window_seconds)
   double surplus_ = 0.0;  // worker-seconds, see the class comment
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;

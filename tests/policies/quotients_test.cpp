@@ -20,6 +20,16 @@ TEST(LastQuotient, EveryCallGivesTheQuotientOfItsOwnOperands) {
   EXPECT_EQ(fresh(3.0, 2.0), 1.5);
 }
 
+TEST(LastDecay, EveryCallGivesTheDecayOfItsOwnOperands) {
+  LastDecay d;
+  // A tick length that repeats, changes and comes back, against a window (dt, tau).
+  const double steps[][2] = {{1.0, 21600.0}, {1.0, 21600.0}, {0.5, 21600.0},
+                             {1.0, 600.0},   {0.0, 600.0},   {1.0, 21600.0}};
+  for (const auto& s : steps) {
+    EXPECT_EQ(d(s[0], s[1]), std::exp(-s[0] / s[1])) << "exp(-" << s[0] << " / " << s[1] << ")";
+  }
+}
+
 TEST(Divide, IsTheQuotientWithOrWithoutTheDivision) {
   for (const double x : {0.0, -3.5, 1e300, 7.0 / 3.0}) {
     for (const double d : {1.0, 0.7, 2.0, 1.0 + 1e-15})
