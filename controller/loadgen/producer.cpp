@@ -201,7 +201,9 @@ struct PacedProducer::Impl {
       kafka->poll(0);
       if (options.count > 0 && sent >= options.count) break;
       if (n == 0) {
-        double wait = bucket.seconds_until(1.0, clock.now());
+        // From this pass's `now`, whose bin boundaries are settled: a fresh read here would
+        // refill the bucket across boundaries not yet passed, at the old bin's rate.
+        double wait = bucket.seconds_until(1.0, now);
         if (!std::isfinite(wait) || wait > kMaxSleepSeconds) wait = kMaxSleepSeconds;
         if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
       }

@@ -136,20 +136,40 @@ TEST(PacedProducer, TraceScheduleIsFollowedOnSimulatedTime) {
   EXPECT_EQ(test_util::read_back(broker.bootstrap_servers(), "events", 2, 401).size(), 401u);
 }
 
-TEST(PacedProducer, SkippedBinsAreSettledAtTheirBoundaries) {
+// A clock that reads `before` for its first `reads_before_jump` reads and `after` from then on:
+// it lands the jump at every point of the producer's loop that reads the clock, in turn, where
+// a test thread's clock.set() lands wherever the scheduler puts it.
+class JumpAfterReadsClock final : public Clock {
+ public:
+  JumpAfterReadsClock(int reads_before_jump, double before, double after)
+      : reads_before_jump_(reads_before_jump), before_(before), after_(after) {}
+  double now() const override {
+    return reads_.fetch_add(1, std::memory_order_relaxed) < reads_before_jump_ ? before_ : after_;
+  }
+
+ private:
+  const int reads_before_jump_;
+  const double before_;
+  const double after_;
+  mutable std::atomic<int> reads_{0};  // atomic: read by the producer's thread and the test's
+};
+
+TEST(PacedProducer, AJumpOverEveryBinIsSettledWhereverTheLoopReadsTheClock) {
+  // The first read is the run's start, so the jump lands from the second read on. A token
+  // count taken at a read that skipped the bin boundaries (the tokens of 10 s at bin 0's rate)
+  // shows up here as 101 messages where the schedule gives 36.
   EmbeddedBroker broker({.brokers = 1, .topics = {{"events", 1}}});
-  ProducerOptions o = base_options(broker, "events");
-  o.trace_rates = {10, 20, 0, 40};
-  o.trace_bin_seconds = 0.5;
-  o.burst_seconds = 100;
-  ManualClock clock(0.0);
-  PacedProducer producer(o, clock);
-  BackgroundRun run(producer);
-  ASSERT_TRUE(testing::wait_until([&] { return producer.stats().produced >= 1; }, 10.0));
-  clock.set(10.0);  // one jump over every bin
-  const ProducerStats final_stats = run.finish();
-  EXPECT_EQ(final_stats.produced, 1u + 5 + 10 + 0 + 20);
-  EXPECT_EQ(final_stats.delivered, final_stats.produced);
+  for (int reads = 2; reads <= 8; ++reads) {
+    ProducerOptions o = base_options(broker, "events");
+    o.trace_rates = {10, 20, 0, 40};
+    o.trace_bin_seconds = 0.5;
+    o.burst_seconds = 100;
+    JumpAfterReadsClock clock(reads, 0.0, 10.0);
+    std::atomic<bool> stop{false};
+    const ProducerStats st = PacedProducer(o, clock).run(stop);
+    EXPECT_EQ(st.produced, 1u + 5 + 10 + 0 + 20) << "jump after " << reads << " reads";
+    EXPECT_EQ(st.delivered, st.produced) << "jump after " << reads << " reads";
+  }
 }
 
 TEST(PacedProducer, FrozenClockReleasesOnlyTheStartToken) {
