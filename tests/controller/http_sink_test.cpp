@@ -52,7 +52,9 @@ class HttpSinkTest : public ::testing::Test {
   HttpSinkConfig config() const {
     HttpSinkConfig c;
     c.url = "http://127.0.0.1:" + std::to_string(port_) + "/events";
-    c.timeout_seconds = 0.2;
+    // Long enough that a good request never times out on a loaded machine under a sanitizer;
+    // the timeout test shortens it.
+    c.timeout_seconds = 5.0;
     c.headers["x-team"] = "features";
     return c;
   }
@@ -156,7 +158,9 @@ TEST_F(HttpSinkTest, TooManyRequestsIsPushbackWithRetryAfter) {
 }
 
 TEST_F(HttpSinkTest, TimeoutsAndRefusedConnectionsAreTransient) {
-  HttpSink sink(config());
+  HttpSinkConfig stalls = config();
+  stalls.timeout_seconds = 0.2;  // the server stalls 400 ms
+  HttpSink sink(stalls);
   next_status_ = -1;
   Delivery d = sink.deliver(message());
   EXPECT_EQ(d.result, DeliveryResult::kRetry);

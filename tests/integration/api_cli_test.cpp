@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
+#include "cli_test_util.h"
 
 namespace lagpilot {
 namespace {
@@ -14,10 +15,13 @@ using testing::ChildProcess;
 
 TEST(ApiCli, OverridePinsTheLivePoolThenPolicyResumes) {
   ::setenv("LAGPILOT_API_TOKEN", "s3cret", 1);  // inherited by the child
-  const int port = 19464;
+  // A free port, not a fixed one: a fixed port met a docs example listening on it when
+  // doc_commands ran beside this test, and the test then talked to that process.
+  const int port = testing::free_loopback_port();
+  const testing::ScratchDir scratch("lagpilot-api-cli-it");
   ChildProcess run({LAGPILOT_BINARY, "run", "--embedded-broker", "--listen",
                     "127.0.0.1:" + std::to_string(port), "--log-format", "json"},
-                   "/tmp/lagpilot-api-cli.log");
+                   scratch.path("run.log"));
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(1);
   // Wait for the first status line: the API is up by then.

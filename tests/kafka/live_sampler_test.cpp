@@ -90,8 +90,11 @@ TEST(LiveSampler, TickDoesNotWaitOnTheBrokerAndReportsTheLagAge) {
 
   // Idle, broker up: every tick is far below one long-poll fetch wait (500 ms).
   double slowest = 0;
+  // The bound, 0.3 s, is well under that wait and leaves room for a loaded machine under a
+  // sanitizer to preempt the tick once.
+  constexpr double kTickBound = 0.3;
   for (int i = 0; i < 10; ++i) slowest = std::max(slowest, seconds_of([&] { runtime->tick(); }));
-  EXPECT_LT(slowest, 0.1);
+  EXPECT_LT(slowest, kTickBound);
   EXPECT_LT(runtime->source().stats().lag_age_seconds, 2.0);
 
   // Broker down: watermark queries time out on the refresher thread; the tick does not wait,
@@ -104,7 +107,7 @@ TEST(LiveSampler, TickDoesNotWaitOnTheBrokerAndReportsTheLagAge) {
     slowest = std::max(slowest, seconds_of([&] { last = runtime->tick(); }));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_LT(slowest, 0.1) << "a tick waited on the broker";
+  EXPECT_LT(slowest, kTickBound) << "a tick waited on the broker";
   EXPECT_GT(last.source.lag_age_seconds, 1.0) << "a stale lag reported as fresh";
   broker.set_broker_up(1);
   runtime->stop();

@@ -88,10 +88,12 @@ TEST(WorkerPoolStress, RandomResizesWhileAMillionTasksRun) {
         if (pool.queue_depth() > 0 || pool.busy() > 0) resizes_with_tasks_in_flight++;
         const int n = size_dist(rng);
         if (pool.resize(n) != n) resize_mismatches++;
+        // Read before the resize is published: the last tasks are submitted only once every
+        // resize is counted, so a read after it could see all of them done.
+        completed_at_last_resize[r] = pool.completed();
         resizes_done.fetch_add(1);
         resizes_done.notify_all();
       }
-      completed_at_last_resize[r] = pool.completed();
     });
   }
 

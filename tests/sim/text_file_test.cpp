@@ -1,6 +1,7 @@
 #include "sim/text_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,9 @@ std::string failure_message(const std::string& path) {
 }
 
 TEST(WriteTextFile, WritesAndReplacesTheFile) {
-  const auto path = std::filesystem::temp_directory_path() / "lagpilot-text-file-test.txt";
+  // The pid keeps two build trees' runs of this test apart.
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("lagpilot-text-file-test-" + std::to_string(::getpid()) + ".txt");
   write_text_file(path.string(), "a longer first version\n");
   write_text_file(path.string(), "<p>ok</p>");
   std::ifstream in(path, std::ios::binary);
