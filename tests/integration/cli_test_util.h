@@ -10,10 +10,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "child_process.h"
 
@@ -71,23 +73,50 @@ class ScratchDir {
   std::string prefix_;
 };
 
-// A loopback TCP port nobody listens on now (the kernel's pick for a bind to port 0). Throws
+// A listening loopback socket on a kernel-chosen port, held until destroyed. Throws
 // std::runtime_error if the kernel gives none.
-inline int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("free_loopback_port: socket failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("free_loopback_port: bind to an ephemeral port failed");
+class TakenPort {
+ public:
+  TakenPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      if (fd_ >= 0) ::close(fd_);
+      throw std::runtime_error("TakenPort: cannot listen on loopback");
+    }
+    port_ = ntohs(addr.sin_port);
   }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  ~TakenPort() { ::close(fd_); }
+  TakenPort(const TakenPort&) = delete;
+  TakenPort& operator=(const TakenPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// `count` distinct loopback TCP ports nobody listens on now: all are taken at once, so that no
+// two are the same, then released. A process binding port 0 meanwhile may still take one
+// before its user does.
+inline std::vector<int> free_loopback_ports(int count) {
+  std::vector<std::unique_ptr<TakenPort>> taken;
+  std::vector<int> ports;
+  for (int i = 0; i < count; ++i) {
+    taken.push_back(std::make_unique<TakenPort>());
+    ports.push_back(taken.back()->port());
+  }
+  return ports;
+}
+
+// One such port.
+inline int free_loopback_port() {
+  return free_loopback_ports(1).front();
 }
 
 }  // namespace lagpilot::testing

@@ -2,8 +2,6 @@
 // by someone else: each demo must find a free port of its own, name it on its first status line
 // and keep its ledger in a private temporary directory, and both must finish without loss.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -20,30 +18,7 @@ namespace {
 using testing::kBinary;
 using testing::run_command;
 using testing::shell_quote;
-
-// A listening loopback socket on a kernel-chosen port, held for the test's lifetime.
-class TakenPort {
- public:
-  TakenPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("TakenPort: cannot listen on loopback");
-    }
-    port_ = ntohs(addr.sin_port);
-  }
-  ~TakenPort() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
+using testing::TakenPort;
 
 // The first status line ("t=...") of a demo's output, or "".
 std::string first_status_line(const std::string& output) {

@@ -24,7 +24,7 @@ namespace lagpilot {
 namespace {
 
 using testing::ChildProcess;
-using testing::free_loopback_port;
+using testing::free_loopback_ports;
 namespace fs = std::filesystem;
 
 // How often a wait asks Prometheus or lagpilot: a real server's pace.
@@ -96,8 +96,9 @@ class PrometheusScrape : public ::testing::Test {
 
 TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts) {
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  const int lagpilot_port = free_loopback_port();
-  const int prometheus_port = free_loopback_port();
+  const std::vector<int> ports = free_loopback_ports(2);  // two distinct ports
+  const int lagpilot_port = ports[0];
+  const int prometheus_port = ports[1];
   const int min_workers = 3, max_workers = 7;
   {
     std::ofstream config(dir_ + "/lagpilot.json");
