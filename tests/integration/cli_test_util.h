@@ -8,9 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -105,12 +105,9 @@ class TakenPort {
 // two are the same, then released. A process binding port 0 meanwhile may still take one
 // before its user does.
 inline std::vector<int> free_loopback_ports(int count) {
-  std::vector<std::unique_ptr<TakenPort>> taken;
+  std::deque<TakenPort> taken;  // a deque: it grows without moving what it holds
   std::vector<int> ports;
-  for (int i = 0; i < count; ++i) {
-    taken.push_back(std::make_unique<TakenPort>());
-    ports.push_back(taken.back()->port());
-  }
+  for (int i = 0; i < count; ++i) ports.push_back(taken.emplace_back().port());
   return ports;
 }
 

@@ -136,9 +136,9 @@ TEST(PacedProducer, TraceScheduleIsFollowedOnSimulatedTime) {
   EXPECT_EQ(test_util::read_back(broker.bootstrap_servers(), "events", 2, 401).size(), 401u);
 }
 
-// A clock that reads `before` for its first `reads_before_jump` reads and `after` from then on:
-// it lands the jump at every point of the producer's loop that reads the clock, in turn, where
-// a test thread's clock.set() lands wherever the scheduler puts it.
+// A clock that reads `before` for its first `reads_before_jump` reads and `after` from then on.
+// Run with reads_before_jump = 2, 3, ..., it lands a jump at each of the producer loop's clock
+// reads in turn; a test thread's clock.set() lands wherever the scheduler puts it.
 class JumpAfterReadsClock final : public Clock {
  public:
   JumpAfterReadsClock(int reads_before_jump, double before, double after)
