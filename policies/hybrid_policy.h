@@ -47,7 +47,7 @@ struct HybridParams {
   // capacity at all times (reversal_margin adds to it right after a scale-down), >= 0: a level a
   // little above capacity is left to the lag buffer until its lag, through the backlog term,
   // asks for workers.
-  double level_margin = 0.1;
+  double level_margin = 0.17;
   // A burst (below) is answered at once only when the lag it would build within
   // burst_horizon_seconds, lag + (r_fast - capacity) x burst_horizon_seconds, reaches burst_lag
   // messages (>= 0; keep it below the lag SLO): a spike that the buffer absorbs moves no worker,
@@ -123,7 +123,7 @@ struct HybridParams {
   // quiet load at min_workers, a steady one), the slack pays for holding a burst's workers
   // until the next burst; where it has not (a noisy load, every surplus shed at once), nothing
   // is held.
-  double calm_budget = 0.10;
+  double calm_budget = 0.105;
   double calm_window_seconds = 21600.0;
   // Burst calendar: when the onsets of the last burst_calendar_intervals + 1 spikes (above) are
   // evenly spaced (their gaps within burst_calendar_tolerance x the period; at least 60 s), the
