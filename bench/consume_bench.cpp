@@ -17,11 +17,11 @@
 #include <string>
 #include <thread>
 
-#include "controller/steady_clock.h"
-#include "controller/loadgen/embedded_broker.h"
 #include "controller/kafka/kafka_source.h"
+#include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/producer.h"
 #include "controller/pool/worker_pool.h"
+#include "controller/steady_clock.h"
 
 using namespace lagpilot;
 

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "controller/steady_clock.h"
 #include "controller/pool/worker_pool.h"
+#include "controller/steady_clock.h"
 #include "policies/clock.h"
 
 namespace lagpilot {

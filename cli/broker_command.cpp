@@ -1,8 +1,8 @@
 // `lagpilot broker`: a standalone embedded Kafka cluster (librdkafka's mock) on loopback.
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <iostream>
-
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "cli/shutdown_signal.h"

@@ -32,8 +32,8 @@ CommandMain add_produce_command(CLI::App& app) {
   app.add_option("--bootstrap", o->producer.bootstrap, "bootstrap.servers of the cluster")
       ->required();
   app.add_option("--topic", o->producer.topic, "Topic to produce to")->capture_default_str();
-  auto* rate = app.add_option("--rate", o->producer.rate, "Messages per second")
-                   ->check(CLI::PositiveNumber);
+  auto* rate =
+      app.add_option("--rate", o->producer.rate, "Messages per second")->check(CLI::PositiveNumber);
   auto* trace = app.add_option("--trace", o->trace, "Replay the arrival rate of a trace file")
                     ->check(CLI::ExistingFile);
   rate->excludes(trace);
@@ -129,8 +129,8 @@ CommandMain add_produce_command(CLI::App& app) {
     }
     produced_all = true;
     if (fetcher.joinable()) fetcher.join();
-    std::cout << "produced=" << s.produced << " delivered=" << s.delivered
-              << " failed=" << s.failed << std::endl;
+    std::cout << "produced=" << s.produced << " delivered=" << s.delivered << " failed=" << s.failed
+              << std::endl;
     return s.failed == 0 ? 0 : 1;
   };
 }

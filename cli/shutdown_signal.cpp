@@ -30,11 +30,17 @@ void ShutdownSignal::install() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool ShutdownSignal::requested() { return g_stop.load(); }
+bool ShutdownSignal::requested() {
+  return g_stop.load();
+}
 
-const std::atomic<bool>& ShutdownSignal::flag() { return g_stop; }
+const std::atomic<bool>& ShutdownSignal::flag() {
+  return g_stop;
+}
 
-void ShutdownSignal::request() { g_stop.store(true); }
+void ShutdownSignal::request() {
+  g_stop.store(true);
+}
 
 bool ShutdownSignal::wait_for(double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

@@ -3,8 +3,8 @@
 // (fuzz/config_check.h); and it is loaded as a config file (controller/app_config.h, below, with
 // the "sim" check the binary adds), through a temporary file so that read_json_file's error
 // positions are exercised too: AppConfig::load returns a config or throws ConfigFileError naming
-// the file, and a config it returned survives to_json() / from_json() unchanged. A violation prints what went
-// wrong and aborts; any other exception escapes (a crash for libFuzzer), and so do the
+// the file, and a config it returned survives to_json() / from_json() unchanged. A violation prints
+// what went wrong and aborts; any other exception escapes (a crash for libFuzzer), and so do the
 // sanitizers' findings. See docs/fuzzing.md.
 #include <unistd.h>
 

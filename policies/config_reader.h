@@ -7,14 +7,13 @@
 // thread while loading.
 
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace lagpilot {
 
@@ -45,8 +44,7 @@ class JsonObjectReader {
             double max = std::numeric_limits<double>::infinity());
   void read(const std::string& key, int& out, int min = std::numeric_limits<int>::min(),
             int max = std::numeric_limits<int>::max());
-  void read(const std::string& key, int64_t& out,
-            int64_t min = std::numeric_limits<int64_t>::min(),
+  void read(const std::string& key, int64_t& out, int64_t min = std::numeric_limits<int64_t>::min(),
             int64_t max = std::numeric_limits<int64_t>::max());
   void read(const std::string& key, bool& out);
   void read(const std::string& key, std::string& out);

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policies/quotients.h"
 #include "policies/policy.h"
+#include "policies/quotients.h"
 
 namespace lagpilot {
 

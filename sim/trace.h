@@ -10,10 +10,10 @@
 namespace lagpilot::sim {
 
 struct Trace {
-  std::string source;          // file it came from (for messages and reports)
-  double start_epoch = 0.0;    // epoch seconds of the first bin, before any time scaling
-  double bin_seconds = 1.0;    // width of every bin, in (scaled) seconds
-  std::vector<double> rates;   // arrivals per second in each bin, >= 0
+  std::string source;         // file it came from (for messages and reports)
+  double start_epoch = 0.0;   // epoch seconds of the first bin, before any time scaling
+  double bin_seconds = 1.0;   // width of every bin, in (scaled) seconds
+  std::vector<double> rates;  // arrivals per second in each bin, >= 0
 
   double duration() const { return bin_seconds * static_cast<double>(rates.size()); }
   double peak_rate() const;

@@ -238,11 +238,11 @@ struct TuneEvaluation {
 struct TuneResult {
   std::string policy;
   std::string strategy;
-  std::vector<TuneEvaluation> evaluations;  // distinct configurations, in order of proposal
-  std::size_t best = 0;                     // index of the lowest objective (first on ties)
-  std::vector<std::size_t> pareto_front;    // worker_seconds vs seconds_above_slo, see above
-  int proposals = 0;                        // candidates proposed, repeats included
-  int rounds = 0;                           // parallel rounds run
+  std::vector<TuneEvaluation> evaluations;    // distinct configurations, in order of proposal
+  std::size_t best = 0;                       // index of the lowest objective (first on ties)
+  std::vector<std::size_t> pareto_front;      // worker_seconds vs seconds_above_slo, see above
+  int proposals = 0;                          // candidates proposed, repeats included
+  int rounds = 0;                             // parallel rounds run
   std::vector<std::vector<Kpis>> extra_kpis;  // per TuneOptions::extra_params, per train trace
 
   const TuneEvaluation& best_evaluation() const { return evaluations.at(best); }

@@ -104,14 +104,14 @@ void KafkaSource::Core::refresh_group_lag() {
     // is logged at debug level, and a warning only once reads have failed for a while.
     const SteadyTime now = steady_now();
     if (group_lag_failing_since == SteadyTime{}) group_lag_failing_since = now;
-    const double failing_for =
-        std::chrono::duration<double>(now - group_lag_failing_since).count();
+    const double failing_for = std::chrono::duration<double>(now - group_lag_failing_since).count();
     const std::string what = failed.empty() ? "no partitions" : failed;
     if (!group_lag_warned && failing_for >= kGroupLagWarnAfterSeconds) {
       group_lag_warned = true;
-      spdlog::warn("kafka: the group-wide lag could not be read for {:.0f} s ({}); keeping the "
-                   "last view",
-                   failing_for, what);
+      spdlog::warn(
+          "kafka: the group-wide lag could not be read for {:.0f} s ({}); keeping the "
+          "last view",
+          failing_for, what);
     } else {
       spdlog::debug("kafka: the group-wide lag could not be read ({})", what);
     }

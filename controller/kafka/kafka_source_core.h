@@ -111,16 +111,16 @@ struct KafkaSource::Core : std::enable_shared_from_this<KafkaSource::Core> {
   // group_lag.cpp: the group-wide lag (refresher thread); stored in group_lag (sched->mu).
   void refresh_group_lag();
   std::string read_group_partitions();
-  GroupLagView group_lag;         // sched->mu; age_seconds is filled in by stats()
-  SteadyTime group_lag_at{};      // sched->mu: when group_lag was read ({}: never)
-  bool group_lag_warned = false;  // refresher thread: sustained failures were logged
+  GroupLagView group_lag;                // sched->mu; age_seconds is filled in by stats()
+  SteadyTime group_lag_at{};             // sched->mu: when group_lag was read ({}: never)
+  bool group_lag_warned = false;         // refresher thread: sustained failures were logged
   SteadyTime group_lag_failing_since{};  // refresher thread: first failed round in a row ({}: none)
   // Refresher thread: the subscribed topics' partitions (topic, partition), from metadata read
   // at group_partitions_at ({}: never). Partitions are added rarely, so the metadata is read
   // again only every kGroupPartitionsMaxAgeSeconds, or after a round fails.
   std::vector<std::pair<std::string, int32_t>> group_partitions;
   SteadyTime group_partitions_at{};
-  void stop_refresher();          // control thread, before rk is closed
+  void stop_refresher();  // control thread, before rk is closed
 
   // poll_loop.cpp
   void poll_loop();

@@ -61,9 +61,9 @@ struct ProducerOptions {
 };
 
 struct ProducerStats {
-  uint64_t produced = 0;   // accepted by rd_kafka_produce (queued)
-  uint64_t delivered = 0;  // delivery report without error
-  uint64_t failed = 0;     // delivery report with an error, or undelivered at flush timeout
+  uint64_t produced = 0;      // accepted by rd_kafka_produce (queued)
+  uint64_t delivered = 0;     // delivery report without error
+  uint64_t failed = 0;        // delivery report with an error, or undelivered at flush timeout
   uint64_t pace_changes = 0;  // times `pace` re-rated the bucket
   double rate = 0;            // the target rate now (messages/s)
 };

@@ -15,9 +15,8 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "controller/kafka/kafka_source.h"
 
@@ -41,10 +40,10 @@ class SyntheticHandler {
 
  private:
   SyntheticHandlerConfig config_;
-  double mu_ = 0.0, sigma_ = 0.0;           // lognormal parameters
-  std::atomic<uint64_t> next_stream_{0};     // atomic: worker threads take stream ids
-  std::mutex downstream_mutex_;              // guards next_downstream_slot_
-  double next_downstream_slot_ = 0.0;        // steady seconds at which the next token is free
+  double mu_ = 0.0, sigma_ = 0.0;         // lognormal parameters
+  std::atomic<uint64_t> next_stream_{0};  // atomic: worker threads take stream ids
+  std::mutex downstream_mutex_;           // guards next_downstream_slot_
+  double next_downstream_slot_ = 0.0;     // steady seconds at which the next token is free
 };
 
 }  // namespace lagpilot

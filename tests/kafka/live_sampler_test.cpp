@@ -163,7 +163,9 @@ TEST(LiveSampler, ReadingStatsTakesNothingFromTheTick) {
 TEST(LiveSampler, MemberAtItsMaxOnAHotPartitionReportsSkew) {
   EmbeddedBroker broker({1, {{"skew", 4}}});
   SteadyClock clock;
-  auto slow = [](const SourceMessage&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  auto slow = [](const SourceMessage&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
   RuntimeConfig config = runtime_config(broker, "skew", "g-skew");
   config.kafka.ordering = "unordered";  // the hot partition's messages may use every worker
   std::unique_ptr<ConsumerRuntime> members[2] = {make_runtime(config, clock, guards(2, 2), slow),
@@ -191,8 +193,8 @@ TEST(LiveSampler, MemberAtItsMaxOnAHotPartitionReportsSkew) {
     for (int i = 0; i < 2; ++i) {
       const TickReport r = members[i]->tick();
       metrics[i].record_tick(r, guards(2, 2), false, 0.001, 1.7e9);
-      const nlohmann::json skew = metrics[i].last_tick_status()["group"].value("skew",
-                                                                              nlohmann::json{});
+      const nlohmann::json skew =
+          metrics[i].last_tick_status()["group"].value("skew", nlohmann::json{});
       if (skew.empty()) continue;
       max_ratio = std::max(max_ratio, skew.value("ratio", 0.0));
       if (skew.value("detected", false)) {
@@ -216,8 +218,8 @@ TEST(LiveSampler, MemberAtItsMaxOnAHotPartitionReportsSkew) {
   for (auto& m : members) m->stop();
   ASSERT_TRUE(holder_known) << "no member held the hot partition " << hottest;
   EXPECT_GE(max_ratio, 3.0) << "the hot partition's rate over the mean";
-  EXPECT_GT(detected_ticks[holder], 0) << "the member at its max on " << hottest
-                                       << " never reported skew";
+  EXPECT_GT(detected_ticks[holder], 0)
+      << "the member at its max on " << hottest << " never reported skew";
   EXPECT_EQ(detected_ticks[1 - holder], 0) << "the member without the hot partition reported skew";
   std::printf("[ figures  ] skew: ratio up to %.1f on %s; holder reported it on %d ticks\n",
               max_ratio, hottest.c_str(), detected_ticks[holder]);

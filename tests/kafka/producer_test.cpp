@@ -1,4 +1,3 @@
-#include "controller/steady_clock.h"
 #include "controller/loadgen/producer.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +13,7 @@
 
 #include "controller/loadgen/embedded_broker.h"
 #include "controller/loadgen/message_codec.h"
+#include "controller/steady_clock.h"
 #include "kafka_test_util.h"
 #include "policies/clock.h"
 #include "tests/common/wait.h"

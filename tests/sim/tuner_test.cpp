@@ -554,8 +554,7 @@ TEST(Tune, GroupedRunsAndExtraParamsGiveEachRunsOwnKpis) {
     EXPECT_GT(actions.size(), 1u) << "the configurations part at the burst";
     const SetEvaluation base =
         evaluate_on("pid", baseline, train, GuardConfig{}, fast_config(), ObjectiveWeights{}, 1);
-    const SetEvaluation from_search =
-        set_evaluation(r.extra_kpis[0], train, ObjectiveWeights{});
+    const SetEvaluation from_search = set_evaluation(r.extra_kpis[0], train, ObjectiveWeights{});
     for (std::size_t t = 0; t < train.size(); ++t) {
       EXPECT_EQ(kpis_to_json(r.extra_kpis[0][t]).dump(), kpis_to_json(base.runs[t].kpis).dump());
       EXPECT_EQ(from_search.runs[t].label, base.runs[t].label);
@@ -568,10 +567,10 @@ TEST(Tune, GroupedRunsAndExtraParamsGiveEachRunsOwnKpis) {
     const std::string j = to_json(r, space, ObjectiveWeights{}).dump();
     if (first_json.empty()) first_json = j;
     EXPECT_EQ(j, first_json);
-    EXPECT_EQ(j, to_json(tune(space, train, GuardConfig{}, fast_config(),
-                              options("random", 7, threads)),
-                         space, ObjectiveWeights{})
-                     .dump());
+    EXPECT_EQ(
+        j, to_json(tune(space, train, GuardConfig{}, fast_config(), options("random", 7, threads)),
+                   space, ObjectiveWeights{})
+               .dump());
   }
   // Over several rounds (nelder-mead) the extras' KPIs are the first round's, kept to the end.
   TuneOptions nm = options("nelder-mead", 12, 2);
