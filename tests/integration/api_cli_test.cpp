@@ -15,17 +15,19 @@ using testing::ChildProcess;
 
 TEST(ApiCli, OverridePinsTheLivePoolThenPolicyResumes) {
   ::setenv("LAGPILOT_API_TOKEN", "s3cret", 1);  // inherited by the child
-  // A free port, not a fixed one: a fixed port met a docs example listening on it when
-  // doc_commands ran beside this test, and the test then talked to that process.
-  const int port = testing::free_loopback_port();
+  // Port 0, not a fixed one: a fixed port met a docs example listening on it when doc_commands
+  // ran beside this test, and the test then talked to that process. The bound port is in the
+  // first status line, which also says that the API is up.
   const testing::ScratchDir scratch("lagpilot-api-cli-it");
-  ChildProcess run({LAGPILOT_BINARY, "run", "--embedded-broker", "--listen",
-                    "127.0.0.1:" + std::to_string(port), "--log-format", "json"},
+  ChildProcess run({LAGPILOT_BINARY, "run", "--embedded-broker", "--listen", "127.0.0.1:0",
+                    "--log-format", "json"},
                    scratch.path("run.log"));
+  const std::string first = run.read_line();
+  const int port = testing::api_port_of_first_status_line(first);
+  ASSERT_GT(port, 0) << "no API port in the first status line: " << first;
+  nlohmann::json status = nlohmann::json::parse(first);
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(1);
-  // Wait for the first status line: the API is up by then.
-  nlohmann::json status = nlohmann::json::parse(run.read_line());
   auto health = client.Get("/healthz");
   ASSERT_TRUE(health) << "API not reachable";
   EXPECT_EQ(health->status, 200);

@@ -8,14 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "child_process.h"
 
@@ -101,19 +100,27 @@ class TakenPort {
   int port_ = 0;
 };
 
-// `count` distinct loopback TCP ports nobody listens on now: all are taken at once, so that no
-// two are the same, then released. A process binding port 0 meanwhile may still take one
-// before its user does.
-inline std::vector<int> free_loopback_ports(int count) {
-  std::deque<TakenPort> taken;  // a deque: it grows without moving what it holds
-  std::vector<int> ports;
-  for (int i = 0; i < count; ++i) ports.push_back(taken.emplace_back().port());
-  return ports;
+// A loopback TCP port nobody listens on now. It is released before its user binds it, so a
+// process binding port 0 meanwhile may take it: where the child can report its own port, start
+// it on port 0 instead (api_port_of_first_status_line).
+inline int free_loopback_port() {
+  return TakenPort().port();
 }
 
-// One such port.
-inline int free_loopback_port() {
-  return free_loopback_ports(1).front();
+// The port of the API that `lagpilot run --listen HOST:0 --log-format json` bound, read from its
+// first status line ("api": "http://HOST:PORT"); 0 if the line has none. A child started on
+// port 0 cannot lose its port to another process between a probe and its bind, as a
+// free_loopback_port() can.
+inline int api_port_of_first_status_line(const std::string& line) {
+  const nlohmann::json status = nlohmann::json::parse(line, nullptr, false);
+  if (!status.is_object() || !status.contains("api") || !status["api"].is_string()) return 0;
+  const std::string url = status["api"];
+  const std::size_t colon = url.rfind(':');
+  try {
+    return colon == std::string::npos ? 0 : std::stoi(url.substr(colon + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 }  // namespace lagpilot::testing

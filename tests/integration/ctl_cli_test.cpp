@@ -47,19 +47,19 @@ bool contains(const std::string& text, const std::string& part) {
 class CtlCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    port_ = free_loopback_port();
-    ASSERT_GT(port_, 0);
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
     token_file_ = kCtlCliScratch.write("token", std::string(kToken) + "\n");
     wrong_token_file_ = kCtlCliScratch.write("wrong-token", "not-the-token\n");
+    // Port 0: the child binds a port nobody can take in between; its first status line says
+    // which one, once the API is up.
     run_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{kBinary, "run", "--embedded-broker", "--listen",
-                                 "127.0.0.1:" + std::to_string(port_), "--api-token-file",
-                                 token_file_, "--log-format", "json"},
+        std::vector<std::string>{kBinary, "run", "--embedded-broker", "--listen", "127.0.0.1:0",
+                                 "--api-token-file", token_file_, "--log-format", "json"},
         kCtlCliScratch.path("run.log"));
-    // The API is up once the first status line is out; then keep draining stdout.
     const std::string first = run_->read_line();
     ASSERT_FALSE(first.empty()) << "lagpilot run exited; see " << kCtlCliScratch.path("run.log");
+    port_ = testing::api_port_of_first_status_line(first);
+    ASSERT_GT(port_, 0) << "no API port in the first status line: " << first;
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
     drain_ = std::thread([] {
       while (!run_->read_line().empty()) {
       }

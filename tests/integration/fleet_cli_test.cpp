@@ -52,7 +52,9 @@ class Member {
       for (std::string line; !(line = process_->read_line()).empty();) {
         try {
           auto j = nlohmann::json::parse(line);
+          const int port = testing::api_port_of_first_status_line(line);
           std::lock_guard<std::mutex> lock(mu_);
+          if (port > 0) api_port_ = port;
           last_ = std::move(j);
         } catch (const nlohmann::json::exception&) {
         }
@@ -68,6 +70,11 @@ class Member {
   nlohmann::json status() const {
     std::lock_guard<std::mutex> lock(mu_);
     return last_;
+  }
+  // The API's port, from the first status line (with --listen HOST:0); 0 until it is out.
+  int api_port() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return api_port_;
   }
   bool active() const {
     const auto s = status();
@@ -86,8 +93,9 @@ class Member {
   std::string log_, ledger_;
   std::unique_ptr<ChildProcess> process_;
   std::thread reader_;
-  mutable std::mutex mu_;  // guards last_
+  mutable std::mutex mu_;  // guards last_ and api_port_
   nlohmann::json last_;
+  int api_port_ = 0;
 };
 
 // Polls `ok` every 100 ms for up to `seconds` (the members are real processes on the wall
@@ -253,11 +261,14 @@ TEST(FleetCli, MembersAgreeOnRecommendedReplicas) {
                         "kafka": {"group_id": "agree", "commit_interval_seconds": 0.5,
                                   "properties": {"session.timeout.ms": "6000",
                                                  "heartbeat.interval.ms": "500"}}})");
-  const int port_a = testing::free_loopback_port();
-  Member a("agree-a", bootstrap, config, {"--listen", "127.0.0.1:" + std::to_string(port_a)});
+  // Port 0: each member binds a port nobody can take in between, and says which one.
+  Member a("agree-a", bootstrap, config, {"--listen", "127.0.0.1:0"});
   ASSERT_TRUE(wait_for([&] { return a.active(); }, 30)) << a.log_text();
-  const int port_b = testing::free_loopback_port();
-  Member b("agree-b", bootstrap, config, {"--listen", "127.0.0.1:" + std::to_string(port_b)});
+  Member b("agree-b", bootstrap, config, {"--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(wait_for([&] { return b.api_port() > 0; }, 30)) << b.log_text();
+  const int port_a = a.api_port();
+  const int port_b = b.api_port();
+  ASSERT_GT(port_a, 0) << a.log_text();
   auto replicas = [](int port) {
     try {
       const auto j = nlohmann::json::parse(http_get(port, "/v1/status"));

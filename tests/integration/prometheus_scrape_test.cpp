@@ -24,7 +24,7 @@ namespace lagpilot {
 namespace {
 
 using testing::ChildProcess;
-using testing::free_loopback_ports;
+using testing::free_loopback_port;
 namespace fs = std::filesystem;
 
 // How often a wait asks Prometheus or lagpilot: a real server's pace.
@@ -96,22 +96,25 @@ class PrometheusScrape : public ::testing::Test {
 
 TEST_F(PrometheusScrape, PrometheusScrapesWorkersAndLagAndEvaluatesTheArtifacts) {
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  const std::vector<int> ports = free_loopback_ports(2);  // two distinct ports
-  const int lagpilot_port = ports[0];
-  const int prometheus_port = ports[1];
   const int min_workers = 3, max_workers = 7;
   {
     std::ofstream config(dir_ + "/lagpilot.json");
     config << R"({"guards": {"min_workers": )" << min_workers << R"(, "max_workers": )"
            << max_workers << "}}";
   }
+  // Port 0: lagpilot binds a port nobody can take in between, and its first status line (the
+  // broker, the consumer and the API are up) says which one.
   ChildProcess lagpilot(
       {LAGPILOT_BINARY, "run", "--embedded-broker", "--config", dir_ + "/lagpilot.json", "--listen",
-       "127.0.0.1:" + std::to_string(lagpilot_port)},
+       "127.0.0.1:0", "--log-format", "json"},
       dir_ + "/lagpilot.log");
-  // The first status line: the broker, the consumer and the API are up.
-  ASSERT_FALSE(lagpilot.read_line().empty())
-      << "lagpilot run printed nothing; log: " << testing::read_text_file(dir_ + "/lagpilot.log");
+  const std::string first = lagpilot.read_line();
+  ASSERT_FALSE(first.empty()) << "lagpilot run printed nothing; log: "
+                              << testing::read_text_file(dir_ + "/lagpilot.log");
+  const int lagpilot_port = testing::api_port_of_first_status_line(first);
+  ASSERT_GT(lagpilot_port, 0) << "no API port in the first status line: " << first;
+  // Prometheus says its port only in its log, so it gets a probed one.
+  const int prometheus_port = free_loopback_port();
   StdoutDrain lagpilot_drain(lagpilot);
 
   {
