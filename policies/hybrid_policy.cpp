@@ -25,6 +25,12 @@ nlohmann::json learner_json(nlohmann::json model) {
   return model;
 }
 
+// A scale-up soon after a scale-down counts as the load's return (for the gap hold) only when it
+// takes back at least this fraction of the workers that scale-down shed: the first step of a slow
+// rise after a drop (5 -> 7 after 16 -> 5, a sawtooth's) is a new rise, not the old load back,
+// and holding the next drop's surplus for it bought nothing.
+constexpr double kReturnFraction = 0.5;
+
 void require_positive(const JsonObjectReader& r, const std::string& key, double value) {
   if (!(value > 0.0)) throw ConfigError(r.path_of(key), "must be > 0, got " + num(value));
 }
@@ -186,14 +192,18 @@ Proposal HybridPolicy::decide(const Observation& obs) {
     in_surplus_ = false;
     if (last_pool_ >= 0) {
       const bool up = current > last_pool_;
-      // A scale-up soon after a scale-down: the load came back after a gap that began when the
-      // shed surplus did, and the next scale-down holds for as long (the gap hold). Any
-      // scale-down spends the hold.
+      // A scale-up soon after a scale-down that takes back a good part of what it shed: the load
+      // came back after a gap that began when the shed surplus did, and the next scale-down holds
+      // for as long (the gap hold). Any scale-down spends the hold.
       if (up && changed_ && !last_change_up_ &&
-          last_time_ - last_change_time_ <= params_.reversal_window_seconds) {
+          last_time_ - last_change_time_ <= params_.reversal_window_seconds &&
+          current - last_pool_ >= kReturnFraction * (shed_from_ - last_pool_)) {
         hold_ = std::min(last_time_ - shed_since_, params_.gap_hold_seconds);
       }
-      if (!up) hold_ = 0.0;
+      if (!up) {
+        hold_ = 0.0;
+        shed_from_ = last_pool_;
+      }
       last_change_up_ = up;
       last_change_time_ = last_time_;
       changed_ = true;

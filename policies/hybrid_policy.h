@@ -83,14 +83,14 @@ struct HybridParams {
   // 16 on a steep cosine rise, each carrying lag toward the SLO), where sizing on where it is
   // heading takes one step fewer.
   double chase_window_seconds = 10.0;
-  // Gap hold: a scale-up that reverses a scale-down within reversal_window_seconds (> 0) says
-  // the load came back after a gap (from when the shed surplus began to the scale-up). The next
-  // scale-down then also waits until its surplus has lasted as long as that gap, at most
-  // gap_hold_seconds (>= 0; 0: off): a load whose bursts return after gaps of that length is
-  // held through the next one instead of shed and bought back (two reversals).
-  // The hold is also at most gap_hold_ratio (>= 0; 0: no such limit) times as long as the pool
-  // was busy after that scale-up (until the surplus began): a burst of 30 s after a gap of 120 s
-  // holds its workers through at most 90 s of the next gap, not the whole 120 s.
+  // Gap hold: a scale-up that reverses a scale-down within reversal_window_seconds (> 0), taking
+  // back at least half of the workers it shed, says the load came back after a gap (from when the
+  // shed surplus began to the scale-up). The next scale-down then also waits until its surplus has
+  // lasted as long as that gap, at most gap_hold_seconds (>= 0; 0: off): a load whose bursts return
+  // after gaps of that length is held through the next one instead of shed and bought back (two
+  // reversals). The hold is also at most gap_hold_ratio (>= 0; 0: no such limit) times as long as
+  // the pool was busy after that scale-up (until the surplus began): a burst of 30 s after a gap of
+  // 120 s holds its workers through at most 90 s of the next gap, not the whole 120 s.
   double reversal_window_seconds = 300.0;
   double gap_hold_seconds = 180.0;
   double gap_hold_ratio = 3.0;
@@ -236,21 +236,22 @@ struct HybridParams {
 // beyond the rate's noise.
 //
 // Gap hold (a reversal backoff): when a scale-up reverses a scale-down within
-// reversal_window_seconds, the gap g (from when the shed surplus began to the scale-up) is
-// remembered, and the next scale-down also needs its surplus to have lasted min(g,
-// gap_hold_seconds, gap_hold_ratio x b), b the time from that scale-up to when the surplus began
-// (how long the returned load kept the pool busy); that scale-down spends it. The ratio keeps a
-// burst of seconds from holding a pool of 16 through two minutes of the next gap (bursty event
-// traces), while loads that stay for minutes get the whole hold. A load that returns after gaps
-// like the last one is held through the next gap, as HPA's 300 s window holds it, instead of shed
-// and bought back (a down-up pair: two reversals, two actions); a steady fall, which reverses
-// nothing, sheds as before, and one that follows a reversal waits at most gap_hold_seconds longer.
-// The price is the surplus over at most gap_hold_seconds per such gap, and only after a gap that
-// was too short for its scale-down. Raising scale_down_cost after reversals instead (doubling
-// it per reversal, decaying back) holds a small surplus much longer than a large one, which is
-// backwards here: the noisy traces' one-worker down-up pairs became expensive waits (taxi,
-// wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12 worker surpluses
-// still paid within seconds (docs/control-quality-rounds.md, fourth round).
+// reversal_window_seconds and takes back at least half of the workers it shed (a smaller step is
+// the first step of a new rise, as after a sawtooth's drop, not the old load back), the gap g
+// (from when the shed surplus began to the scale-up) is remembered, and the next scale-down also
+// needs its surplus to have lasted min(g, gap_hold_seconds, gap_hold_ratio x b), b the time from
+// that scale-up to when the surplus began (how long the returned load kept the pool busy); that
+// scale-down spends it. The ratio keeps a burst of seconds from holding a pool of 16 through two
+// minutes of the next gap (bursty event traces), while loads that stay for minutes get the whole
+// hold. A load that returns after gaps like the last one is held through the next gap, as HPA's 300
+// s window holds it, instead of shed and bought back (a down-up pair: two reversals, two actions);
+// a steady fall, which reverses nothing, sheds as before, and one that follows a reversal waits at
+// most gap_hold_seconds longer. The price is the surplus over at most gap_hold_seconds per such
+// gap, and only after a gap that was too short for its scale-down. Raising scale_down_cost after
+// reversals instead (doubling it per reversal, decaying back) holds a small surplus much longer
+// than a large one, which is backwards here: the noisy traces' one-worker down-up pairs became
+// expensive waits (taxi, wc98 ramp above 1.15x the oracle's worker-seconds) while the bursts' 8-12
+// worker surpluses still paid within seconds (docs/control-quality-rounds.md, fourth round).
 //
 // Calm budget (a cost budget spent on calm): the pool's worker-seconds P and the fluid need's N
 // (the pool that carries each tick's rate exactly, clamped to the limits) are summed over an
@@ -342,6 +343,7 @@ class HybridPolicy : public Policy {
   int pending_down_ = 0;  // a paid-for scale-down target, latched; 0: none
   int last_pool_ = -1;
   bool last_change_up_ = true;     // the direction of the pool's last change
+  int shed_from_ = 0;              // the pool before the last scale-down
   double last_change_time_ = 0.0;  // when the pool last changed (valid once it has)
   bool changed_ = false;           // the pool has changed at least once
   double hold_ = 0.0;              // seconds the next scale-down's surplus must last

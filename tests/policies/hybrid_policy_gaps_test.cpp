@@ -1,7 +1,8 @@
 // The hybrid policy through the ControlLoop and its guards: it holds the pool through a gap like
-// the last one it shed in and bought back, and through one that the calm budget pays for, makes the
-// pool ready for a periodic burst, never goes past the fitted peak, returns to its own size when an
-// override ends, and names bad parameters.
+// the last one it shed in and bought back (not after the first small step of a new rise), and
+// through one that the calm budget pays for, makes the pool ready for a periodic burst, never
+// goes past the fitted peak, returns to its own size when an override ends, and names bad
+// parameters.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -148,6 +149,42 @@ TEST(HybridPolicy, GapHoldLeavesASteadyFallAlone) {
   EXPECT_EQ(with_hold, without_hold);
   EXPECT_EQ(with_hold.back(), 4);
   EXPECT_GE(changes(with_hold, 600, 2400), 2);  // in steps, as the fall pays for them
+}
+
+// A sawtooth: a drop from 1,100 to 300 msg/s, a rise of 1 msg/s per second to 1,800 (above the
+// capacity of 16 workers), and a second drop. The rise's first step comes within the reversal
+// window of the first drop's scale-down, but it takes back two of the eight workers shed: a new
+// rise, not the old load back. So the second drop is shed as it would be without the gap hold;
+// counted as a return, that step held the second drop's 12 surplus workers for 180 s. (The calm
+// budget is off here: it would hold both runs alike.)
+double a_sawtooth(int s) {
+  if (s < 600) return 1100.0;
+  if (s < 2100) return 300.0 + (s - 600);
+  return 300.0;
+}
+
+TEST(HybridPolicy, TheFirstStepOfASlowRiseAfterADropIsNoReturn) {
+  std::vector<int> with_hold, without_hold;
+  for (const double hold : {HybridParams{}.gap_hold_seconds, 0.0}) {
+    HybridParams params;
+    params.gap_hold_seconds = hold;
+    params.calm_budget = 0.0;
+    FluidPlant plant;
+    plant.workers = 12;
+    (hold > 0.0 ? with_hold : without_hold) = run_guarded(params, plant, 2700, a_sawtooth);
+  }
+  // Not vacuous: the drop was shed, the rise's first step, a small one, came within the reversal
+  // window (300 s) of that scale-down, and the pool reached its ceiling before the second drop.
+  int shed = 600;
+  while (shed < 900 && with_hold[shed] >= 8) ++shed;
+  ASSERT_LT(shed, 900) << "the first drop was not shed";
+  int step = shed;
+  while (step < 2100 && with_hold[step] <= with_hold[shed]) ++step;
+  ASSERT_LT(step - shed, HybridParams{}.reversal_window_seconds) << "no step up in the window";
+  EXPECT_LE(with_hold[step] - with_hold[shed], 2) << "the rise's first step is a small one";
+  ASSERT_EQ(with_hold[2099], 16);
+  EXPECT_EQ(with_hold, without_hold);
+  EXPECT_LT(with_hold[2100 + 90], 16) << "the second drop is shed within 90 s";
 }
 
 // A load above the capacity of the largest pool (1,800 msg/s against 1,600 of 16 workers), a gap
