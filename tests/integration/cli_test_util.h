@@ -111,8 +111,7 @@ inline int free_loopback_port() {
 // first status line ("api": "http://HOST:PORT"); 0 if the line has none. A child started on
 // port 0 cannot lose its port to another process between a probe and its bind, as a
 // free_loopback_port() can.
-inline int api_port_of_first_status_line(const std::string& line) {
-  const nlohmann::json status = nlohmann::json::parse(line, nullptr, false);
+inline int api_port_of_status(const nlohmann::json& status) {
   if (!status.is_object() || !status.contains("api") || !status["api"].is_string()) return 0;
   const std::string url = status["api"];
   const std::size_t colon = url.rfind(':');
@@ -121,6 +120,10 @@ inline int api_port_of_first_status_line(const std::string& line) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+inline int api_port_of_first_status_line(const std::string& line) {
+  return api_port_of_status(nlohmann::json::parse(line, nullptr, false));
 }
 
 }  // namespace lagpilot::testing

@@ -52,7 +52,7 @@ class Member {
       for (std::string line; !(line = process_->read_line()).empty();) {
         try {
           auto j = nlohmann::json::parse(line);
-          const int port = testing::api_port_of_first_status_line(line);
+          const int port = testing::api_port_of_status(j);
           std::lock_guard<std::mutex> lock(mu_);
           if (port > 0) api_port_ = port;
           last_ = std::move(j);

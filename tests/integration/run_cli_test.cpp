@@ -38,6 +38,32 @@ TEST(RunCli, PrintConfigShowsDocumentedDefaults) {
   EXPECT_EQ(j["tick_seconds"], 1.0);
 }
 
+// config/defaults.json is the whole default config and config/policies/<name>.json each
+// policy's defaults (README): both are written by hand, so a default changed in the code and not
+// in the file, or the other way round, fails here.
+TEST(RunCli, TheShippedConfigFilesAreTheDefaults) {
+  const std::string config_dir = std::string(LAGPILOT_SOURCE_DIR) + "/config";
+  auto printed = [](const std::string& args) {
+    const auto r = run_command(kBinary + " run --print-config" + args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.output;
+    return nlohmann::json::parse(r.output, nullptr, false);
+  };
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(config_dir + "/defaults.json")), printed(""))
+      << "config/defaults.json differs from `lagpilot run --print-config`";
+  int policies = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(config_dir + "/policies")) {
+    if (entry.path().extension() != ".json") continue;
+    ++policies;
+    const std::string name = entry.path().stem().string();
+    const nlohmann::json file = nlohmann::json::parse(testing::slurp(entry.path().string()));
+    const nlohmann::json defaults = printed(" --policy " + name);
+    ASSERT_TRUE(defaults.is_object()) << name;
+    EXPECT_EQ(file.at("policy"), defaults.at("policy"))
+        << entry.path() << " differs from `lagpilot run --print-config --policy " << name << "`";
+  }
+  EXPECT_GE(policies, 7);  // hpa, hybrid, keda, model, pid, static, threshold
+}
+
 struct BadConfig {
   std::string json;
   std::string expected;  // substring of the error
