@@ -50,4 +50,5 @@ for seed in ${EVAL_SEEDS//,/ }; do
   score "$out/eval-$seed" "$out/seed-$seed"
   dirs+=("$out/seed-$seed")
 done
-bench/control_quality_seeds.py "${dirs[@]}" --traces "${policies%%,*}" | tee "$out/seeds.md"
+# --traces alone: the first scored policy (a policy spec may itself hold commas).
+bench/control_quality_seeds.py "${dirs[@]}" --traces | tee "$out/seeds.md"

@@ -5,7 +5,7 @@ every goal; then, with --traces LABEL, per trace how many of the seeds that poli
 goal on. One seed's noise and slices can favour a change; a goal met on most seeds is a property
 of the policy, one met on one seed may be luck.
 
-    bench/control_quality_seeds.py OUT/seed-11 OUT/seed-12 ... [--traces hybrid]
+    bench/control_quality_seeds.py OUT/seed-11 OUT/seed-12 ... [--traces [LABEL]]
 
 Each directory holds the train.json and test.json that `lagpilot sim --trace ... --json` wrote
 for one seed (bench/control_quality.sh with EVAL_SEEDS does this); its name labels the seed.
@@ -101,8 +101,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+", metavar="DIR",
                     help="one seed's output directory, with train.json and test.json")
-    ap.add_argument("--traces", default="", metavar="LABEL",
-                    help="also one row per trace for this policy")
+    ap.add_argument("--traces", nargs="?", const=True, default=None, metavar="LABEL",
+                    help="also one row per trace for this policy (alone: the first scored one)")
     a = ap.parse_args()
     boards = [{split: load(d, split) for split in SPLITS} for d in a.dirs]
     labels = [os.path.basename(os.path.normpath(d)) for d in a.dirs]
@@ -113,8 +113,9 @@ def main():
                 sys.exit(f"control_quality_seeds: {d}/{split}.json scores other policies than "
                          f"{a.dirs[0]}/{split}.json ({', '.join(first)})")
     lines = summary(boards, labels)
-    if a.traces:
-        lines += per_trace(boards, labels, a.traces)
+    if a.traces is not None:
+        label = policies(boards[0]["train"])[0]["label"] if a.traces is True else a.traces
+        lines += per_trace(boards, labels, label)
     print("\n".join(lines).rstrip())
 
 

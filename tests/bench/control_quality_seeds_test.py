@@ -95,6 +95,10 @@ class SeedsSummary(unittest.TestCase):
         # columns: every goal, worker_seconds, slo, scale_actions, reversals, peak
         self.assertEqual(a[0], "| a | **0/2** | 1/2 | 1/2 | 1/2 | 2/2 | 2/2 |")
         self.assertEqual(b[0], "| b | **1/2** | 1/2 | 2/2 | 2/2 | 2/2 | 2/2 |")
+        # --traces alone: the first scored policy, hybrid (a misses nothing, b reversals once).
+        r = self.run_script(*self.dirs, "--traces")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.rows(r.stdout, "b")[0], "| b | **1/2** | 2/2 | 2/2 | 2/2 | 1/2 | 2/2 |")
 
     def test_names_what_is_wrong(self):
         r = self.run_script(self.dirs[0], os.path.join(self.tmp.name, "nowhere"))
