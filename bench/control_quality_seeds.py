@@ -17,8 +17,6 @@ import os
 import sys
 
 SPLITS = ("train", "test")
-# The scoreboard's goals, in its order (lagpilot sim --json: traces[].goals).
-GOALS = ("worker_seconds", "slo", "scale_actions", "reversals", "peak")
 
 
 def load(directory, split):
@@ -74,10 +72,12 @@ def per_trace(boards, labels, label):
     lines = []
     n = len(boards)
     for split in SPLITS:
+        # The goals are the scoreboard's own (traces[].goals), so a goal it adds gets a column.
+        goals = list(policies(boards[0][split])[0]["traces"][0]["goals"])
         lines.append(f"`{label}` on the {split} split, goals met on k of {n} seeds:")
         lines.append("")
-        lines.append("| trace | every goal | " + " | ".join(GOALS) + " |")
-        lines.append("|---|---|" + "---|" * len(GOALS))
+        lines.append("| trace | every goal | " + " | ".join(goals) + " |")
+        lines.append("|---|---|" + "---|" * len(goals))
         rows = {}
         for board in boards:
             matches = [p for p in policies(board[split]) if p["label"] == label]
@@ -85,12 +85,12 @@ def per_trace(boards, labels, label):
                 sys.exit(f"control_quality_seeds: no policy labelled {label!r} on the {split} "
                          f"split (labels: {', '.join(p['label'] for p in policies(board[split]))})")
             for t in matches[0]["traces"]:
-                row = rows.setdefault(t["trace"], {"every": 0, **{g: 0 for g in GOALS}})
+                row = rows.setdefault(t["trace"], {"every": 0, **{g: 0 for g in goals}})
                 row["every"] += all(t["goals"].values())
-                for g in GOALS:
-                    row[g] += bool(t["goals"].get(g, True))
+                for g in goals:
+                    row[g] += bool(t["goals"][g])
         for trace, row in sorted(rows.items()):
-            cells = [f"{row[g]}/{n}" for g in GOALS]
+            cells = [f"{row[g]}/{n}" for g in goals]
             every = f"**{row['every']}/{n}**" if row["every"] < n else f"{n}/{n}"
             lines.append(f"| {trace} | {every} | " + " | ".join(cells) + " |")
         lines.append("")
